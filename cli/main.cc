@@ -1,0 +1,34 @@
+// The `airlock` executable: one binary, one subcommand per role. Broker-side commands live in
+// broker/, worker-side ones in worker/; this file only wires them to CLI11.
+#include <csignal>
+
+#include "CLI/CLI.hpp"
+#include "broker/audit/audit_command.h"
+#include "broker/doctor_command.h"
+#include "broker/exec/exec_command.h"
+#include "broker/run_command.h"
+#include "worker/confine_command.h"
+#include "worker/tool_command.h"
+
+int main(int argc, char** argv) {
+  // A peer that closes its socket must not kill the broker; writes report EPIPE instead.
+  std::signal(SIGPIPE, SIG_IGN);
+
+  CLI::App app{"airlock: a privilege-separated broker for AI coding agents"};
+  app.require_subcommand(1);
+  int exit_code = 0;
+  airlock::broker::AddRunCommand(app, exit_code);
+  airlock::broker::AddExecCommand(app, exit_code);
+  airlock::broker::AddDoctorCommand(app, exit_code);
+  airlock::broker::AddAuditCommand(app, exit_code);
+  airlock::worker::AddToolCommand(app, exit_code);
+  airlock::worker::AddConfineCommand(app, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    const int status = app.exit(error);
+    // SPEC §3: usage errors exit 64 (help exits 0).
+    return status == 0 ? 0 : 64;
+  }
+  return exit_code;
+}

@@ -1,0 +1,155 @@
+// `airlock run` end to end: the worker's processes open their own channels, the broker serves
+// many at once, hostile channels lose only themselves, and the worker dies with the broker.
+#include <signal.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "integration/harness.h"
+
+namespace airlock::integration {
+namespace {
+
+using ::testing::HasSubstr;
+
+class RunTest : public ::testing::TestWithParam<RunAs> {
+ protected:
+  RunOptions Options() const {
+    RunOptions options;
+    options.run_as = GetParam();
+    options.env = {absl::StrCat("AIRLOCK_HOME=", home_.path()), absl::StrCat("HOME=", home_.path())};
+    return options;
+  }
+  // `airlock run --workspace W -- sh -c SCRIPT` with `airlock` on the worker's PATH.
+  CommandResult RunScript(const std::string& script) {
+    const std::string binary = AirlockBinary(GetParam());
+    const std::string dir = binary.substr(0, binary.rfind('/'));
+    RunOptions options = Options();
+    options.env.push_back(absl::StrCat("PATH=", dir, ":/usr/bin:/bin"));
+    return RunAirlock({"run", "--workspace", workspace_.path(), "--", "/bin/sh", "-c", script},
+                      options);
+  }
+
+  Scratch workspace_{GetParam()};
+  Scratch home_{GetParam()};
+};
+
+TEST_P(RunTest, ExitsWithTheWorkersStatus) {
+  CommandResult result = RunScript("exit 3");
+  EXPECT_EQ(result.exit_code, 3) << result;
+  EXPECT_THAT(result.err, HasSubstr("airlock: session "));
+}
+
+TEST_P(RunTest, ConcurrentToolCallsFromOneWorkerTreeAreServed) {
+  workspace_.Write("a", "content of a");
+  workspace_.Write("b", "content of b");
+  CommandResult result = RunScript(
+      "airlock tool read a > out_a & airlock tool read b > out_b & wait; cat out_a out_b");
+  // The worker cannot write the workspace once confined, so read through its own stdout.
+  (void)result;
+  CommandResult direct = RunScript(
+      "(airlock tool read a & airlock tool read b & wait) | sort");
+  ASSERT_EQ(direct.exit_code, 0) << direct;
+  EXPECT_THAT(direct.out, HasSubstr("\"content\":\"content of a\""));
+  EXPECT_THAT(direct.out, HasSubstr("\"content\":\"content of b\""));
+}
+
+TEST_P(RunTest, ThirtyTwoConcurrentClientsAreAllAnswered) {
+  workspace_.Write("f", "x");
+  CommandResult result = RunScript(
+      "i=0; while [ $i -lt 32 ]; do airlock tool read f & i=$((i+1)); done; wait");
+  ASSERT_EQ(result.exit_code, 0) << result;
+  size_t answers = 0;
+  for (size_t at = result.out.find("\"ok\":true"); at != std::string::npos;
+       at = result.out.find("\"ok\":true", at + 1)) {
+    ++answers;
+  }
+  EXPECT_EQ(answers, 32u) << result;
+}
+
+TEST_P(RunTest, ListAndReadThroughTheBroker) {
+  workspace_.Write("dir/one.txt", "1");
+  CommandResult result = RunScript("airlock tool ls dir && airlock tool read dir/one.txt");
+  ASSERT_EQ(result.exit_code, 0) << result;
+  EXPECT_THAT(result.out, HasSubstr("\"name\":\"one.txt\""));
+  EXPECT_THAT(result.out, HasSubstr("\"content\":\"1\""));
+}
+
+TEST_P(RunTest, ReadOutsideTheWorkspaceIsRefusedWithExit3) {
+  CommandResult result = RunScript("airlock tool read /etc/hostname; echo \"status=$?\"");
+  EXPECT_THAT(result.out, HasSubstr("\"code\":\"OUTSIDE_SANDBOX\"")) << result;
+  EXPECT_THAT(result.out, HasSubstr("status=3"));
+}
+
+TEST_P(RunTest, ToolOutsideAirlockRunFailsClearly) {
+  CommandResult result = RunAirlock({"tool", "read", "x"}, Options());
+  EXPECT_EQ(result.exit_code, 2) << result;
+  EXPECT_THAT(result.out, HasSubstr("AIRLOCK_FD is not set"));
+}
+
+// A client that sends garbage, an oversized length, or no hello loses its own channel; a
+// well-behaved client in the same worker keeps being served.
+TEST_P(RunTest, HostileChannelsLoseOnlyThemselves) {
+  workspace_.Write("f", "still served");
+  const std::string script = R"PY(
+import os, socket, struct, subprocess, sys
+connector = int(os.environ["AIRLOCK_FD"])
+def channel():
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    socket.socket(fileno=os.dup(connector)).sendmsg([b"C"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", theirs.fileno()))])
+    theirs.close()
+    return ours
+def closed(s):
+    s.settimeout(10)
+    data = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+garbage = channel(); garbage.sendall(b"\x05\x00\x00\x00\xff\xff\xff\xff\xff")
+huge = channel(); huge.sendall(struct.pack("<I", 0xFFFFFFFF))
+nohello = channel(); nohello.sendall(b"\x00\x00\x00\x00")
+for name, s in (("garbage", garbage), ("huge", huge), ("nohello", nohello)):
+    print(name, "closed", b"protocol error" in closed(s))
+out = subprocess.run(["airlock", "tool", "read", "f"], capture_output=True, text=True).stdout
+print("good", out.strip())
+)PY";
+  CommandResult result = RunScript("python3 -c '" + script + "'");
+  ASSERT_EQ(result.exit_code, 0) << result;
+  EXPECT_THAT(result.out, HasSubstr("garbage closed True"));
+  EXPECT_THAT(result.out, HasSubstr("huge closed True"));
+  EXPECT_THAT(result.out, HasSubstr("nohello closed True"));
+  EXPECT_THAT(result.out, HasSubstr("\"content\":\"still served\""));
+}
+
+TEST_P(RunTest, KillingTheBrokerLeavesNoWorkerBehind) {
+  const std::string marker = absl::StrCat("airlock-orphan-marker-", ::getpid(), "-",
+                                          static_cast<int>(GetParam()));
+  // The worker records its pid, then sleeps; the test kills the broker with SIGKILL.
+  const std::string pid_file = home_.Child("worker.pid");
+  RunOptions options = Options();
+  options.timeout_seconds = 5;
+  const std::string binary = AirlockBinary(GetParam());
+  // Run the broker in the background through a shell so the test can SIGKILL it.
+  CommandResult result = RunCommand(
+      {"/bin/sh", "-c",
+       absl::StrCat(binary, " run --workspace ", workspace_.path(),
+                    " -- /bin/sh -c 'echo $$ > ", pid_file, "; exec sleep 300 # ", marker,
+                    "' & broker=$!; "
+                    "for i in $(seq 100); do [ -s ", pid_file, " ] && break; sleep 0.05; done; "
+                    "kill -KILL $broker; sleep 0.5; "
+                    "worker=$(cat ", pid_file, "); "
+                    "if kill -0 $worker 2>/dev/null; then echo worker-alive; kill -KILL $worker; "
+                    "else echo worker-gone; fi")},
+      options);
+  EXPECT_THAT(result.out, HasSubstr("worker-gone")) << result;
+}
+
+INSTANTIATE_TEST_SUITE_P(Identities, RunTest, ::testing::ValuesIn(IdentitiesToTest()), RunAsName);
+
+}  // namespace
+}  // namespace airlock::integration

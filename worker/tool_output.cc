@@ -1,0 +1,147 @@
+#include "worker/tool_output.h"
+
+#include "absl/strings/escaping.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace airlock::worker {
+namespace {
+
+using google::protobuf::Struct;
+using google::protobuf::Value;
+
+// Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF.
+bool IsValidUtf8(const std::string& bytes) {
+  size_t i = 0;
+  const size_t n = bytes.size();
+  auto at = [&bytes](size_t k) { return static_cast<unsigned char>(bytes[k]); };
+  while (i < n) {
+    const unsigned char c = at(i);
+    size_t length;
+    uint32_t code_point;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xe0) == 0xc0) {
+      length = 2;
+      code_point = c & 0x1f;
+    } else if ((c & 0xf0) == 0xe0) {
+      length = 3;
+      code_point = c & 0x0f;
+    } else if ((c & 0xf8) == 0xf0) {
+      length = 4;
+      code_point = c & 0x07;
+    } else {
+      return false;
+    }
+    if (i + length > n) return false;
+    for (size_t k = 1; k < length; ++k) {
+      if ((at(i + k) & 0xc0) != 0x80) return false;
+      code_point = (code_point << 6) | (at(i + k) & 0x3f);
+    }
+    static constexpr uint32_t kMinimum[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (code_point < kMinimum[length] || code_point > 0x10ffff ||
+        (code_point >= 0xd800 && code_point <= 0xdfff)) {
+      return false;
+    }
+    i += length;
+  }
+  return true;
+}
+
+std::string ToJson(const google::protobuf::Message& message) {
+  std::string json;
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  if (!google::protobuf::util::MessageToJsonString(message, &json, options).ok()) return "{}";
+  return json;
+}
+
+// The result message as a Struct, with byte fields re-rendered as text where possible.
+Struct ResultStruct(const google::protobuf::Message& result) {
+  Struct out;
+  (void)google::protobuf::util::JsonStringToMessage(ToJson(result), &out);
+  const auto* descriptor = result.GetDescriptor();
+  const auto* reflection = result.GetReflection();
+  for (int i = 0; i < descriptor->field_count(); ++i) {
+    const auto* field = descriptor->field(i);
+    if (field->type() != google::protobuf::FieldDescriptor::TYPE_BYTES || field->is_repeated()) {
+      continue;
+    }
+    const std::string bytes = reflection->GetString(result, field);
+    out.mutable_fields()->erase(field->name());
+    if (IsValidUtf8(bytes)) {
+      (*out.mutable_fields())[field->name()].set_string_value(bytes);
+    } else {
+      (*out.mutable_fields())[field->name() + "_base64"].set_string_value(absl::Base64Escape(bytes));
+    }
+  }
+  return out;
+}
+
+ToolOutput RenderError(const v1::Error& error) {
+  Struct out;
+  (*out.mutable_fields())["ok"].set_bool_value(false);
+  Struct* details = (*out.mutable_fields())["error"].mutable_struct_value();
+  const v1::ErrorCode code =
+      error.code() == v1::ERROR_CODE_UNSPECIFIED ? v1::INTERNAL : error.code();
+  (*details->mutable_fields())["code"].set_string_value(v1::ErrorCode_Name(code));
+  (*details->mutable_fields())["message"].set_string_value(error.message());
+  if (!error.rule().empty()) (*details->mutable_fields())["rule"].set_string_value(error.rule());
+  if (!error.canonical_path().empty()) {
+    (*details->mutable_fields())["path"].set_string_value(error.canonical_path());
+  }
+  return ToolOutput{ToJson(out), ExitCodeFor(code)};
+}
+
+}  // namespace
+
+int ExitCodeFor(v1::ErrorCode code) {
+  switch (code) {
+    case v1::ERROR_CODE_UNSPECIFIED:
+      return kExitOk;
+    case v1::DENIED:
+    case v1::OUTSIDE_SANDBOX:
+    case v1::PROTECTED_PATH:
+    case v1::NOT_APPROVED:
+    case v1::APPROVAL_STALE:
+      return kExitRefused;
+    case v1::SANDBOX_UNAVAILABLE:
+      return kExitSandboxUnavailable;
+    default:
+      return kExitError;
+  }
+}
+
+ToolOutput RenderResponse(const v1::Response& response) {
+  if (response.has_error()) return RenderError(response.error());
+  const google::protobuf::Message* result = nullptr;
+  switch (response.body_case()) {
+    case v1::Response::kRead: result = &response.read(); break;
+    case v1::Response::kWrite: result = &response.write(); break;
+    case v1::Response::kEdit: result = &response.edit(); break;
+    case v1::Response::kList: result = &response.list(); break;
+    case v1::Response::kBash: result = &response.bash(); break;
+    case v1::Response::kCancel: result = &response.cancel(); break;
+    case v1::Response::kContext: result = &response.context(); break;
+    default: {
+      v1::Error error;
+      error.set_code(v1::INTERNAL);
+      error.set_message("the broker sent an empty response");
+      return RenderError(error);
+    }
+  }
+  Struct out = ResultStruct(*result);
+  (*out.mutable_fields())["ok"].set_bool_value(true);
+  return ToolOutput{ToJson(out), kExitOk};
+}
+
+ToolOutput RenderLocalFailure(const absl::Status& status) {
+  v1::Error error;
+  error.set_code(v1::INTERNAL);
+  error.set_message(std::string(status.message()));
+  return RenderError(error);
+}
+
+}  // namespace airlock::worker
