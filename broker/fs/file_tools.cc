@@ -82,6 +82,15 @@ class InterimFileTools final : public FileTools {
   absl::StatusOr<v1::EditResult> Edit(const v1::EditRequest&) override {
     return WireError(v1::DENIED, "edit is not available in this build");
   }
+  absl::StatusOr<MutationPlan> PlanWrite(const v1::WriteRequest&) override {
+    return WireError(v1::DENIED, "write is not available in this build");
+  }
+  absl::StatusOr<MutationPlan> PlanEdit(const v1::EditRequest&) override {
+    return WireError(v1::DENIED, "edit is not available in this build");
+  }
+  absl::StatusOr<v1::WriteResult> Commit(const MutationPlan&, CommitPermission) override {
+    return WireError(v1::DENIED, "write is not available in this build");
+  }
 
  private:
   absl::StatusOr<std::string> Resolve(const std::string& requested_path) {

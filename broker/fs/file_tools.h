@@ -25,6 +25,42 @@ struct FileToolsOptions {
   uint32_t max_list_entries = 10000;
 };
 
+// What a file on disk is right now: enough to notice that it changed between the moment an
+// approval was asked and the moment the broker acts.
+struct FileIdentity {
+  bool exists = false;
+  uint64_t device = 0;
+  uint64_t inode = 0;
+  std::string content_sha256;  // hex; empty for directories and absent files
+  bool operator==(const FileIdentity&) const = default;
+};
+
+// Where a canonical target stands relative to the fences. Computed by FileTools; the policy
+// decides what each class means under the active preset.
+enum class TargetClass {
+  kInsideRoots,       // inside a root, not protected
+  kOutsideRoots,      // outside every root (OUTSIDE_SANDBOX unless --outside-workspace ask)
+  kProtected,         // overlaps protected storage (PROTECTED_PATH; not fenced under full access)
+  kBrokerSecret,      // the broker's own state: audit key, AIRLOCK_HOME, runtime dir; never
+                      // readable or writable by any tool under any restricted preset
+};
+
+// A write or edit fully resolved and computed, but not yet performed. Approvals bind to it;
+// Commit re-resolves and re-checks every identity before acting.
+struct MutationPlan {
+  std::string tool;              // "write" or "edit"
+  std::string canonical_path;    // the final target (links resolved, dangling ones too)
+  TargetClass target_class = TargetClass::kInsideRoots;
+  std::string rule;              // the rule that classified it, e.g. "protected:.git/hooks"
+  FileIdentity target;           // current state of the target ("absent" when !exists)
+  FileIdentity parent;           // nearest existing ancestor directory (no content digest)
+  std::string old_content;       // for the approver's diff (empty when absent)
+  std::string new_content;
+  std::string new_content_sha256;
+  uint32_t replacements = 0;     // edit only
+  std::vector<std::string> directories_to_create;  // missing parents, outermost first
+};
+
 class FileTools {
  public:
   static absl::StatusOr<std::unique_ptr<FileTools>> Create(FileToolsOptions options);
@@ -34,6 +70,19 @@ class FileTools {
   virtual absl::StatusOr<v1::ListResult> List(const v1::ListRequest& request) = 0;
   virtual absl::StatusOr<v1::WriteResult> Write(const v1::WriteRequest& request) = 0;
   virtual absl::StatusOr<v1::EditResult> Edit(const v1::EditRequest& request) = 0;
+
+  // The two halves of Write/Edit, for the policy and approval path: Plan resolves, classifies
+  // and computes; Commit performs the plan if nothing it bound has changed (APPROVAL_STALE
+  // otherwise). `allow_outside` and `allow_protected` are the policy's word that this plan
+  // may cross those fences (an approved outside write; danger-full-access).
+  virtual absl::StatusOr<MutationPlan> PlanWrite(const v1::WriteRequest& request) = 0;
+  virtual absl::StatusOr<MutationPlan> PlanEdit(const v1::EditRequest& request) = 0;
+  struct CommitPermission {
+    bool allow_outside = false;
+    bool allow_protected = false;
+  };
+  virtual absl::StatusOr<v1::WriteResult> Commit(const MutationPlan& plan,
+                                                 CommitPermission permission) = 0;
 };
 
 }  // namespace airlock::broker
