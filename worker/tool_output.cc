@@ -1,13 +1,15 @@
 #include "worker/tool_output.h"
 
+#include <memory>
+
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace airlock::worker {
 namespace {
 
-using google::protobuf::Struct;
 using google::protobuf::Value;
 
 // Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF.
@@ -58,41 +60,66 @@ std::string ToJson(const google::protobuf::Message& message) {
   return json;
 }
 
-// The result message as a Struct, with byte fields re-rendered as text where possible.
-Struct ResultStruct(const google::protobuf::Message& result) {
-  Struct out;
-  (void)google::protobuf::util::JsonStringToMessage(ToJson(result), &out);
+// A JSON string literal, escaped by protobuf's own printer.
+std::string JsonString(const std::string& text) {
+  Value value;
+  value.set_string_value(text);
+  return ToJson(value);
+}
+
+// {"ok":true, then the result's fields in declaration order}. Byte fields (file content,
+// command output) are printed as text when they are valid UTF-8, else base64 as `<name>_base64`.
+std::string SuccessJson(const google::protobuf::Message& result) {
+  std::unique_ptr<google::protobuf::Message> plain(result.New());
+  plain->CopyFrom(result);
   const auto* descriptor = result.GetDescriptor();
   const auto* reflection = result.GetReflection();
+  std::string byte_fields;
   for (int i = 0; i < descriptor->field_count(); ++i) {
     const auto* field = descriptor->field(i);
     if (field->type() != google::protobuf::FieldDescriptor::TYPE_BYTES || field->is_repeated()) {
       continue;
     }
     const std::string bytes = reflection->GetString(result, field);
-    out.mutable_fields()->erase(field->name());
+    plain->GetReflection()->ClearField(plain.get(), field);
     if (IsValidUtf8(bytes)) {
-      (*out.mutable_fields())[field->name()].set_string_value(bytes);
+      absl::StrAppend(&byte_fields, ",\"", field->name(), "\":", JsonString(bytes));
     } else {
-      (*out.mutable_fields())[field->name() + "_base64"].set_string_value(absl::Base64Escape(bytes));
+      absl::StrAppend(&byte_fields, ",\"", field->name(), "_base64\":",
+                      JsonString(absl::Base64Escape(bytes)));
     }
   }
-  return out;
+  std::string body = ToJson(*plain);  // "{…}", byte fields printed as ""
+  // Drop the cleared byte fields. An unescaped `"name":""` cannot occur inside a JSON string,
+  // and no nested result message has a byte field, so this removes exactly those entries.
+  for (int i = 0; i < descriptor->field_count(); ++i) {
+    const auto* field = descriptor->field(i);
+    if (field->type() != google::protobuf::FieldDescriptor::TYPE_BYTES) continue;
+    const std::string entry = absl::StrCat("\"", field->name(), "\":\"\"");
+    for (const std::string& form : {entry + ",", "," + entry, entry}) {
+      const size_t at = body.find(form);
+      if (at != std::string::npos) {
+        body.erase(at, form.size());
+        break;
+      }
+    }
+  }
+  std::string inner = body.size() >= 2 ? body.substr(1, body.size() - 2) : std::string();
+  return absl::StrCat("{\"ok\":true", inner.empty() ? "" : ",", inner, byte_fields, "}");
 }
 
 ToolOutput RenderError(const v1::Error& error) {
-  Struct out;
-  (*out.mutable_fields())["ok"].set_bool_value(false);
-  Struct* details = (*out.mutable_fields())["error"].mutable_struct_value();
   const v1::ErrorCode code =
       error.code() == v1::ERROR_CODE_UNSPECIFIED ? v1::INTERNAL : error.code();
-  (*details->mutable_fields())["code"].set_string_value(v1::ErrorCode_Name(code));
-  (*details->mutable_fields())["message"].set_string_value(error.message());
-  if (!error.rule().empty()) (*details->mutable_fields())["rule"].set_string_value(error.rule());
+  std::string json = absl::StrCat("{\"ok\":false,\"error\":{\"code\":",
+                                  JsonString(v1::ErrorCode_Name(code)),
+                                  ",\"message\":", JsonString(error.message()));
+  if (!error.rule().empty()) absl::StrAppend(&json, ",\"rule\":", JsonString(error.rule()));
   if (!error.canonical_path().empty()) {
-    (*details->mutable_fields())["path"].set_string_value(error.canonical_path());
+    absl::StrAppend(&json, ",\"path\":", JsonString(error.canonical_path()));
   }
-  return ToolOutput{ToJson(out), ExitCodeFor(code)};
+  absl::StrAppend(&json, "}}");
+  return ToolOutput{std::move(json), ExitCodeFor(code)};
 }
 
 }  // namespace
@@ -132,9 +159,7 @@ ToolOutput RenderResponse(const v1::Response& response) {
       return RenderError(error);
     }
   }
-  Struct out = ResultStruct(*result);
-  (*out.mutable_fields())["ok"].set_bool_value(true);
-  return ToolOutput{ToJson(out), kExitOk};
+  return ToolOutput{SuccessJson(*result), kExitOk};
 }
 
 ToolOutput RenderLocalFailure(const absl::Status& status) {

@@ -46,6 +46,13 @@ absl::StatusOr<ConnectorPair> MakeConnector() {
 }
 
 absl::StatusOr<ScopedFd> OpenChannel(int connector_fd) {
+  int type = 0;
+  socklen_t length = sizeof(type);
+  if (::getsockopt(connector_fd, SOL_SOCKET, SO_TYPE, &type, &length) != 0 ||
+      type != SOCK_SEQPACKET) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "descriptor ", connector_fd, " is not an airlock connector (closed, or not inherited)"));
+  }
   int fds[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
     return LastErrnoStatus("socketpair for a channel");
