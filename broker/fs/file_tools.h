@@ -10,19 +10,34 @@
 
 #include "absl/status/statusor.h"
 #include "airlock/v1/wire.pb.h"
+#include "broker/fs/beneath.h"
 
 namespace airlock::broker {
 
 struct FileToolsOptions {
-  // Canonical-or-not directories; the first is the workspace. Fixed at Create().
+  // Canonical-or-not directories; the first is the workspace. Fixed at Create(): each root is
+  // held open (O_PATH) with its (device, inode); if a root is later replaced by a link or
+  // another directory, every call fails with SANDBOX_UNAVAILABLE.
   std::vector<std::string> roots;
-  // Extra protected paths (--protect), and the broker's own storage (AIRLOCK_HOME, audit log,
-  // key, runtime directory) — all protected from every restricted write.
+  // Extra protected paths (--protect): writes refused unless the policy allows protected
+  // writes (danger-full-access), reads allowed. A relative entry is taken against the first
+  // root. Everything at or below an entry is protected; an entry that covers a whole root
+  // protects the whole root.
   std::vector<std::string> protected_paths;
+  // The broker's own storage: AIRLOCK_HOME, the session store, the audit log and its key, the
+  // runtime directory. Never read, listed, planned or written by any tool under any preset —
+  // danger-full-access included: the audit key is the broker's secret in every preset, and no
+  // CommitPermission opens it.
+  std::vector<std::string> broker_secret_paths;
   // Reads outside the roots are allowed unless this is set (--read-scope workspace).
   bool reads_confined_to_roots = false;
   uint64_t max_file_bytes = 16u << 20;
   uint32_t max_list_entries = 10000;
+  // How descriptor walks are done: kAuto uses openat2 where the kernel has it. The component
+  // walk is equally strict (tests exercise both).
+  WalkMode walk_mode = WalkMode::kAuto;
+  // Create() removes the temp files a crashed broker left in the roots (temp_sweep.h).
+  bool sweep_temporary_files = true;
 };
 
 // What a file on disk is right now: enough to notice that it changed between the moment an
