@@ -4,6 +4,7 @@
 
 #include "CLI/CLI.hpp"
 #include "broker/audit/audit_command.h"
+#include "broker/control/ctl_command.h"
 #include "broker/doctor_command.h"
 #include "broker/exec/exec_command.h"
 #include "broker/run_command.h"
@@ -21,6 +22,7 @@ int main(int argc, char** argv) {
   airlock::broker::AddExecCommand(app, exit_code);
   airlock::broker::AddDoctorCommand(app, exit_code);
   airlock::broker::AddAuditCommand(app, exit_code);
+  airlock::broker::AddCtlCommand(app, exit_code);
   airlock::worker::AddToolCommand(app, exit_code);
   airlock::worker::AddConfineCommand(app, exit_code);
   try {

@@ -1,0 +1,82 @@
+// The session store: $AIRLOCK_HOME/sessions/<id>.jsonl. A version 2 header with the session's
+// permissionPreset, then one JSON line per context snapshot, tool call and tool result.
+// Approvals are never stored. Appends are one write(2) each, followed by fdatasync.
+// A file that fails validation is rejected and never rewritten.
+#ifndef BROKER_SESSION_SESSION_STORE_H_
+#define BROKER_SESSION_SESSION_STORE_H_
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "airlock/v1/session.pb.h"
+#include "platform/base/scoped_fd.h"
+
+namespace airlock::broker {
+
+inline constexpr uint32_t kSessionVersion = 2;
+
+// Session ids name files: 1 to 128 of [A-Za-z0-9_-].
+bool IsValidSessionId(absl::string_view id);
+
+// The current time as RFC 3339 UTC with milliseconds.
+std::string NowRfc3339();
+
+class SessionStore {
+ public:
+  // Creates `<sessions_dir>/<id>.jsonl` (the directory 0700, the file 0600, exclusive) and
+  // writes the header.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<SessionStore>> Create(
+      const std::string& sessions_dir, const std::string& id, const std::string& preset,
+      const std::string& workspace);
+
+  // Opens an existing session after validating every line: an unsupported version, a missing
+  // or invalid preset, an unknown field, a wrong type or a truncated last line is rejected
+  // without touching the file.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<SessionStore>> Resume(
+      const std::string& sessions_dir, const std::string& id);
+
+  // Validates session-file bytes (the part of Resume that reads), for tests and fuzzing.
+  struct Parsed {
+    v1::SessionHeader header;
+    std::optional<v1::ContextSnapshot> last_context;
+    size_t entries = 0;
+  };
+  [[nodiscard]] static absl::StatusOr<Parsed> Parse(absl::string_view bytes,
+                                                    absl::string_view origin);
+
+  const v1::SessionHeader& header() const { return header_; }
+  const std::string& path() const { return path_; }
+
+  // The preset in force when the session was last used: the last snapshot's, else the header's.
+  std::string RecordedPreset() const;
+
+  // Appends `snapshot` unless it equals the last one recorded (time and reason aside).
+  // Returns whether it was appended.
+  [[nodiscard]] absl::StatusOr<bool> RecordContextIfChanged(v1::ContextSnapshot snapshot);
+  [[nodiscard]] absl::Status RecordToolCall(const v1::ToolCallRecord& call);
+  [[nodiscard]] absl::Status RecordToolResult(const v1::ToolResultRecord& result);
+
+ private:
+  SessionStore(std::string path, ScopedFd fd, v1::SessionHeader header,
+               std::optional<v1::ContextSnapshot> last_context)
+      : path_(std::move(path)),
+        fd_(std::move(fd)),
+        header_(std::move(header)),
+        last_context_(std::move(last_context)) {}
+
+  absl::Status AppendLine(const google::protobuf::Message& message);
+
+  const std::string path_;
+  mutable std::mutex mutex_;
+  ScopedFd fd_;  // O_APPEND
+  v1::SessionHeader header_;
+  std::optional<v1::ContextSnapshot> last_context_;  // guarded by mutex_
+};
+
+}  // namespace airlock::broker
+
+#endif  // BROKER_SESSION_SESSION_STORE_H_
