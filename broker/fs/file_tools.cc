@@ -223,13 +223,20 @@ class FileToolsImpl final : public FileTools {
 
   absl::StatusOr<v1::WriteResult> Write(const v1::WriteRequest& request) override {
     // Until the policy decides, workspace-write's fences: inside the roots and not protected.
-    AIRLOCK_ASSIGN_OR_RETURN(MutationPlan plan, PlanWrite(request));
-    return Commit(plan, CommitPermission{});
+    AIRLOCK_RETURN_IF_ERROR(CheckSandboxPermissions("write", request.sandbox_permissions()));
+    const std::string& content = request.content();
+    AIRLOCK_ASSIGN_OR_RETURN(MutationPlan plan,
+                             PlanMutation("write", request.path(), false, WriteContent(content),
+                                          &kWorkspaceWriteFences));
+    return Commit(plan, kWorkspaceWriteFences);
   }
 
   absl::StatusOr<v1::EditResult> Edit(const v1::EditRequest& request) override {
-    AIRLOCK_ASSIGN_OR_RETURN(MutationPlan plan, PlanEdit(request));
-    AIRLOCK_ASSIGN_OR_RETURN(v1::WriteResult written, Commit(plan, CommitPermission{}));
+    AIRLOCK_RETURN_IF_ERROR(CheckSandboxPermissions("edit", request.sandbox_permissions()));
+    AIRLOCK_ASSIGN_OR_RETURN(MutationPlan plan,
+                             PlanMutation("edit", request.path(), true, EditContent(request),
+                                          &kWorkspaceWriteFences));
+    AIRLOCK_ASSIGN_OR_RETURN(v1::WriteResult written, Commit(plan, kWorkspaceWriteFences));
     v1::EditResult result;
     result.set_canonical_path(written.canonical_path());
     result.set_replacements(plan.replacements);
@@ -238,34 +245,15 @@ class FileToolsImpl final : public FileTools {
   }
 
   absl::StatusOr<MutationPlan> PlanWrite(const v1::WriteRequest& request) override {
-    if (request.sandbox_permissions() != v1::SANDBOX_PERMISSIONS_UNSPECIFIED) {
-      return WireError(v1::INVALID_ARGUMENT,
-                       "write refused: file tools take no sandbox_permissions");
-    }
-    const std::string& content = request.content();
+    AIRLOCK_RETURN_IF_ERROR(CheckSandboxPermissions("write", request.sandbox_permissions()));
     return PlanMutation("write", request.path(), /*needs_existing=*/false,
-                        [&content](const std::string&, MutationPlan& plan) -> absl::Status {
-                          plan.new_content = content;
-                          return absl::OkStatus();
-                        });
+                        WriteContent(request.content()), /*fences=*/nullptr);
   }
 
   absl::StatusOr<MutationPlan> PlanEdit(const v1::EditRequest& request) override {
-    if (request.sandbox_permissions() != v1::SANDBOX_PERMISSIONS_UNSPECIFIED) {
-      return WireError(v1::INVALID_ARGUMENT,
-                       "edit refused: file tools take no sandbox_permissions");
-    }
-    return PlanMutation(
-        "edit", request.path(), /*needs_existing=*/true,
-        [&request](const std::string& canonical, MutationPlan& plan) -> absl::Status {
-          AIRLOCK_ASSIGN_OR_RETURN(
-              EditOutcome outcome,
-              ApplyExactEdit(plan.old_content, request.old_string(), request.new_string(),
-                             request.replace_all(), canonical));
-          plan.new_content = std::move(outcome.content);
-          plan.replacements = outcome.replacements;
-          return absl::OkStatus();
-        });
+    AIRLOCK_RETURN_IF_ERROR(CheckSandboxPermissions("edit", request.sandbox_permissions()));
+    return PlanMutation("edit", request.path(), /*needs_existing=*/true, EditContent(request),
+                        /*fences=*/nullptr);
   }
 
   absl::StatusOr<v1::WriteResult> Commit(const MutationPlan& plan,
@@ -367,6 +355,38 @@ class FileToolsImpl final : public FileTools {
     const std::string& canonical() const { return resolved.canonical; }
   };
 
+  // Until the policy decides (Write/Edit), workspace-write's fences: inside the roots and not
+  // protected, nothing else.
+  static constexpr CommitPermission kWorkspaceWriteFences = {};
+
+  using Compute = std::function<absl::Status(const std::string&, MutationPlan&)>;
+
+  static absl::Status CheckSandboxPermissions(absl::string_view tool,
+                                              v1::SandboxPermissions permissions) {
+    if (permissions == v1::SANDBOX_PERMISSIONS_UNSPECIFIED) return absl::OkStatus();
+    return WireError(v1::INVALID_ARGUMENT,
+                     absl::StrCat(tool, " refused: file tools take no sandbox_permissions"));
+  }
+
+  static Compute WriteContent(const std::string& content) {
+    return [&content](const std::string&, MutationPlan& plan) -> absl::Status {
+      plan.new_content = content;
+      return absl::OkStatus();
+    };
+  }
+
+  static Compute EditContent(const v1::EditRequest& request) {
+    return [&request](const std::string& canonical, MutationPlan& plan) -> absl::Status {
+      AIRLOCK_ASSIGN_OR_RETURN(EditOutcome outcome,
+                               ApplyExactEdit(plan.old_content, request.old_string(),
+                                              request.new_string(), request.replace_all(),
+                                              canonical));
+      plan.new_content = std::move(outcome.content);
+      plan.replacements = outcome.replacements;
+      return absl::OkStatus();
+    };
+  }
+
   absl::StatusOr<ResolvedPath> Resolve(absl::string_view requested_path) {
     return ResolvePath(requested_path, roots_.workspace(), roots_.paths());
   }
@@ -440,9 +460,12 @@ class FileToolsImpl final : public FileTools {
     return absl::OkStatus();
   }
 
-  absl::StatusOr<MutationPlan> PlanMutation(
-      const std::string& tool, absl::string_view requested_path, bool needs_existing,
-      const std::function<absl::Status(const std::string&, MutationPlan&)>& compute) {
+  // Resolves, classifies and computes a mutation. With `fences`, the hard fences are checked
+  // before anything is read or computed (the one-call path); without, the policy checks them.
+  absl::StatusOr<MutationPlan> PlanMutation(const std::string& tool,
+                                            absl::string_view requested_path,
+                                            bool needs_existing, const Compute& compute,
+                                            const CommitPermission* fences) {
     AIRLOCK_RETURN_IF_ERROR(roots_.Verify());
     AIRLOCK_ASSIGN_OR_RETURN(ResolvedPath resolved, Resolve(requested_path));
     Target target{std::move(resolved), -1};
@@ -451,6 +474,7 @@ class FileToolsImpl final : public FileTools {
     const Classification c = ClassifyTarget(target);
     // The broker's storage is never planned: not even its content may reach a diff.
     if (c.target_class == TargetClass::kBrokerSecret) return SecretRefusal(tool, canonical, c);
+    if (fences != nullptr) AIRLOCK_RETURN_IF_ERROR(CheckFences(tool, canonical, c, *fences));
     const std::vector<std::string>& components = target.resolved.components;
     if (target.resolved.trailing_slash || components.empty()) {
       return WireError(v1::INVALID_ARGUMENT,
