@@ -25,6 +25,16 @@ bool ValidComponent(const std::string& name) {
   return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos;
 }
 
+// O_PATH|O_NOFOLLOW opens a final link itself instead of failing (with openat2 too): refuse it.
+absl::StatusOr<ScopedFd> RefuseLinkItself(ScopedFd fd, int flags, absl::string_view what) {
+  if ((flags & O_PATH) != 0 && (flags & O_DIRECTORY) == 0) {
+    struct stat st;
+    if (::fstat(fd.get(), &st) != 0) return LastErrnoStatus("fstat", what);
+    if (S_ISLNK(st.st_mode)) return ErrnoToStatus(ELOOP, "open", what);
+  }
+  return fd;
+}
+
 }  // namespace
 
 bool Openat2Available() {
@@ -52,7 +62,7 @@ absl::StatusOr<ScopedFd> OpenBeneath(int dir_fd, const std::vector<std::string>&
     // renamed in a loop cannot keep the broker spinning.
     for (int attempt = 0;; ++attempt) {
       const long fd = RawOpenat2(dir_fd, relative.c_str(), flags);
-      if (fd >= 0) return ScopedFd(static_cast<int>(fd));
+      if (fd >= 0) return RefuseLinkItself(ScopedFd(static_cast<int>(fd)), flags, what);
       if (errno == EINTR || (errno == EAGAIN && attempt < 16)) continue;
       return LastErrnoStatus("open", what);
     }
@@ -75,13 +85,7 @@ absl::StatusOr<ScopedFd> OpenBeneath(int dir_fd, const std::vector<std::string>&
   }
   ScopedFd fd(::openat(at, components.back().c_str(), flags));
   if (!fd) return LastErrnoStatus("open", what);
-  if ((flags & O_PATH) != 0) {
-    // O_PATH|O_NOFOLLOW opens a link itself instead of failing: refuse it here.
-    struct stat st;
-    if (::fstat(fd.get(), &st) != 0) return LastErrnoStatus("fstat", what);
-    if (S_ISLNK(st.st_mode)) return ErrnoToStatus(ELOOP, "open", what);
-  }
-  return fd;
+  return RefuseLinkItself(std::move(fd), flags, what);
 }
 
 }  // namespace airlock::broker
