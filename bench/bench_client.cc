@@ -1,0 +1,216 @@
+// The end-to-end benchmark's worker-side driver. bench/run starts it in each mode and reads
+// one JSON object of timings from its stdout.
+//   brokered-write N DIR   N durable 4 KiB writes through the broker (inside `airlock run`)
+//   direct-write N DIR     the same durable atomic replacement done in this process
+//   brokered-bash N        N sandboxed `true` commands through the broker
+//   bare-bwrap N DIR       N bare bwrap launches of `true` with the shell sandbox's namespaces
+//   load WORKERS N DIR     WORKERS threads, each its own channel, N mixed read/write/edit calls
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "broker/fs/atomic_replace.h"
+#include "platform/base/scoped_fd.h"
+#include "worker/broker_client.h"
+
+namespace airlock::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+const std::string& Payload() {
+  static const std::string* const kPayload = new std::string(4096, 'b');
+  return *kPayload;
+}
+
+double Micros(Clock::duration d) {
+  return std::chrono::duration<double, std::micro>(d).count();
+}
+
+void PrintSamples(const std::vector<double>& samples) {
+  std::vector<std::string> parts;
+  parts.reserve(samples.size());
+  for (double s : samples) parts.push_back(absl::StrCat(static_cast<int64_t>(s)));
+  std::printf("{\"samples_us\":[%s]}\n", absl::StrJoin(parts, ",").c_str());
+}
+
+int Fail(absl::string_view what) {
+  std::fprintf(stderr, "bench_client: %s\n", std::string(what).c_str());
+  return 1;
+}
+
+int BrokeredWrite(int n, const std::string& dir) {
+  auto client = worker::BrokerClient::ConnectFromEnvironment("bench");
+  if (!client.ok()) return Fail(client.status().message());
+  std::vector<double> samples;
+  for (int i = 0; i < n; ++i) {
+    v1::Request request;
+    request.mutable_write()->set_path(absl::StrCat(dir, "/bench-", i % 8, ".txt"));
+    request.mutable_write()->set_content(Payload());
+    const auto start = Clock::now();
+    auto response = (*client)->Call(request);
+    samples.push_back(Micros(Clock::now() - start));
+    if (!response.ok()) return Fail(response.status().message());
+    if (response->has_error()) return Fail(response->error().message());
+  }
+  PrintSamples(samples);
+  return 0;
+}
+
+int DirectWrite(int n, const std::string& dir) {
+  ScopedFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir_fd) return Fail("cannot open the directory");
+  std::vector<double> samples;
+  for (int i = 0; i < n; ++i) {
+    const std::string name = absl::StrCat("bench-", i % 8, ".txt");
+    const auto start = Clock::now();
+    // The same identity check the broker makes, then the same replacement.
+    struct stat st;
+    broker::ExpectedTarget expected;
+    if (::fstatat(dir_fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      expected = {true, static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+    }
+    absl::Status status = broker::ReplaceAtomically(dir_fd.get(), name, Payload(), expected,
+                                                    broker::ReplaceOptions{}, name);
+    samples.push_back(Micros(Clock::now() - start));
+    if (!status.ok()) return Fail(status.message());
+  }
+  PrintSamples(samples);
+  return 0;
+}
+
+int BrokeredBash(int n) {
+  auto client = worker::BrokerClient::ConnectFromEnvironment("bench");
+  if (!client.ok()) return Fail(client.status().message());
+  std::vector<double> samples;
+  for (int i = 0; i < n; ++i) {
+    v1::Request request;
+    request.mutable_bash()->set_command("true");
+    const auto start = Clock::now();
+    auto response = (*client)->Call(request);
+    samples.push_back(Micros(Clock::now() - start));
+    if (!response.ok()) return Fail(response.status().message());
+    if (response->has_error()) return Fail(response->error().message());
+  }
+  PrintSamples(samples);
+  return 0;
+}
+
+// The baseline of exec_true: a bare bwrap launch of `true` with the namespaces and mounts of
+// the shell sandbox (workspace-write: root read-only, fresh /dev and /proc, a private /tmp,
+// the workspace writable), without airlock's preflight, temp directory or audit.
+int BareBwrap(int n, const std::string& dir) {
+  const std::vector<std::string> args = {
+      "/usr/bin/bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+      "--tmpfs", "/tmp", "--bind", dir, dir, "--unshare-user", "--unshare-pid",
+      "--unshare-net", "--unshare-ipc", "--unshare-uts", "--new-session", "--die-with-parent",
+      "--disable-userns", "--cap-drop", "ALL", "--clearenv", "--setenv", "PATH", "/usr/bin:/bin",
+      "--", "/bin/true"};
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  char* envp[] = {nullptr};
+  std::vector<double> samples;
+  for (int i = 0; i < n; ++i) {
+    const auto start = Clock::now();
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::execve(argv[0], argv.data(), envp);
+      ::_exit(127);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    samples.push_back(Micros(Clock::now() - start));
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return Fail("bare bwrap failed");
+  }
+  PrintSamples(samples);
+  return 0;
+}
+
+int Load(int workers, int n, const std::string& dir) {
+  std::vector<std::vector<double>> latencies(workers);
+  std::vector<std::string> errors(workers);
+  const auto start = Clock::now();
+  std::vector<std::thread> threads;
+  for (int w = 0; w < workers; ++w) {
+    threads.emplace_back([w, n, &dir, &latencies, &errors] {
+      auto client = worker::BrokerClient::ConnectFromEnvironment("bench-load");
+      if (!client.ok()) {
+        errors[w] = std::string(client.status().message());
+        return;
+      }
+      const std::string path = absl::StrCat(dir, "/load-", w, ".txt");
+      for (int i = 0; i < n; ++i) {
+        v1::Request request;
+        switch (i % 3) {
+          case 0:
+            request.mutable_write()->set_path(path);
+            request.mutable_write()->set_content(absl::StrCat("round ", i, "\n", Payload()));
+            break;
+          case 1:
+            request.mutable_read()->set_path(path);
+            break;
+          default:
+            request.mutable_edit()->set_path(path);
+            request.mutable_edit()->set_old_string(absl::StrCat("round ", i - 2, "\n"));
+            request.mutable_edit()->set_new_string(absl::StrCat("edited ", i, "\n"));
+            break;
+        }
+        const auto t0 = Clock::now();
+        auto response = (*client)->Call(request);
+        latencies[w].push_back(Micros(Clock::now() - t0));
+        if (!response.ok() || response->has_error()) {
+          errors[w] = response.ok() ? response->error().message()
+                                    : std::string(response.status().message());
+          return;
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  for (const std::string& e : errors) {
+    if (!e.empty()) return Fail(e);
+  }
+  std::vector<double> all;
+  for (const auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
+  std::sort(all.begin(), all.end());
+  auto percentile = [&all](double p) {
+    return all.empty() ? 0.0 : all[std::min(all.size() - 1, static_cast<size_t>(p * all.size()))];
+  };
+  std::printf("{\"ops\":%zu,\"seconds\":%.6f,\"ops_per_s\":%.1f,\"p50_us\":%.0f,\"p99_us\":%.0f}\n",
+              all.size(), seconds, all.size() / seconds, percentile(0.50), percentile(0.99));
+  return 0;
+}
+
+}  // namespace
+}  // namespace airlock::bench
+
+int main(int argc, char** argv) {
+  using airlock::bench::Fail;
+  if (argc < 3) return Fail("usage: bench_client MODE N [DIR]");
+  const std::string mode = argv[1];
+  int n = 0;
+  if (!absl::SimpleAtoi(argv[2], &n) || n <= 0) return Fail("N must be a positive number");
+  if (mode == "brokered-write" && argc == 4) return airlock::bench::BrokeredWrite(n, argv[3]);
+  if (mode == "direct-write" && argc == 4) return airlock::bench::DirectWrite(n, argv[3]);
+  if (mode == "brokered-bash" && argc == 3) return airlock::bench::BrokeredBash(n);
+  if (mode == "bare-bwrap" && argc == 4) return airlock::bench::BareBwrap(n, argv[3]);
+  int per_worker = 0;
+  if (mode == "load" && argc == 5 && absl::SimpleAtoi(argv[3], &per_worker) && per_worker > 0) {
+    return airlock::bench::Load(n, per_worker, argv[4]);
+  }
+  return Fail("unknown mode or wrong arguments");
+}
