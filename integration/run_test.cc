@@ -75,8 +75,10 @@ TEST_P(RunTest, ListAndReadThroughTheBroker) {
   EXPECT_THAT(result.out, HasSubstr("\"content\":\"1\""));
 }
 
-TEST_P(RunTest, ReadOutsideTheWorkspaceIsRefusedWithExit3) {
-  CommandResult result = RunScript("airlock tool read /etc/hostname; echo \"status=$?\"");
+// Reads outside the roots are allowed by default (SPEC §1); writes are not.
+TEST_P(RunTest, WriteOutsideTheWorkspaceIsRefusedWithExit3) {
+  CommandResult result =
+      RunScript("echo x | airlock tool write /proc/airlock-probe; echo \"status=$?\"");
   EXPECT_THAT(result.out, HasSubstr("\"code\":\"OUTSIDE_SANDBOX\"")) << result;
   EXPECT_THAT(result.out, HasSubstr("status=3"));
 }

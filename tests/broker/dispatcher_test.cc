@@ -16,6 +16,7 @@ class DispatcherTest : public ::testing::Test {
     testing::WriteFileOrDie(workspace_.Child("a.txt"), "alpha");
     FileToolsOptions options;
     options.roots = {workspace_.path()};
+    options.reads_confined_to_roots = true;  // reads outside are allowed by default (SPEC §1)
     auto files = FileTools::Create(options);
     ASSERT_TRUE(files.ok()) << files.status();
     files_ = std::move(*files);
