@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -26,6 +27,27 @@ int RemainingMillis(absl::Time deadline) {
   if (left <= absl::ZeroDuration()) return 0;
   const int64_t ms = absl::ToInt64Milliseconds(left) + 1;
   return ms > 60 * 60 * 1000 ? 60 * 60 * 1000 : static_cast<int>(ms);
+}
+
+// write(2) to a pipe whose reader may be gone, without a SIGPIPE killing the broker when the
+// process does not ignore it: the signal is blocked in this thread and a pending one consumed.
+ssize_t WriteWithoutSigpipe(int fd, const char* data, size_t size) {
+  sigset_t pipe_set, old_set;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  ::pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
+  const ssize_t n = ::write(fd, data, size);
+  const int saved_errno = errno;
+  if (n < 0 && saved_errno == EPIPE) {
+    sigset_t pending;
+    if (::sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
+      const timespec zero{};
+      ::sigtimedwait(&pipe_set, nullptr, &zero);
+    }
+  }
+  ::pthread_sigmask(SIG_SETMASK, &old_set, nullptr);
+  errno = saved_errno;
+  return n;
 }
 
 void KillGroup(pid_t pid) {
@@ -106,7 +128,8 @@ Answer CommandApprover::Ask(const ApprovalRequest& request, absl::Duration timeo
       break;
     }
     if (stdin_write) {
-      const ssize_t n = ::write(stdin_write.get(), input.data() + written, input.size() - written);
+      const ssize_t n =
+          WriteWithoutSigpipe(stdin_write.get(), input.data() + written, input.size() - written);
       if (n > 0) written += static_cast<size_t>(n);
       if ((n < 0 && errno != EAGAIN && errno != EINTR) || written == input.size()) {
         stdin_write.reset();  // all sent, or PROG closed its stdin (EPIPE): it decides anyway

@@ -33,7 +33,7 @@ class TtyApproverTest : public ::testing::Test {
   }
 
   // Reads what the approver wrote until `marker` appears (or 10 s pass).
-  std::string ReadUntil(absl::string_view marker) {
+  std::string ReadUntil(const std::string& marker) {
     const absl::Time deadline = absl::Now() + absl::Seconds(10);
     while (output_.find(marker) == std::string::npos && absl::Now() < deadline) {
       pollfd p{master_.get(), POLLIN, 0};
