@@ -224,19 +224,23 @@ class FileToolsImpl final : public FileTools {
   absl::StatusOr<v1::WriteResult> Write(const v1::WriteRequest& request) override {
     // Until the policy decides, workspace-write's fences: inside the roots and not protected.
     AIRLOCK_RETURN_IF_ERROR(CheckSandboxPermissions("write", request.sandbox_permissions()));
+    // One lock over plan and commit: concurrent one-call writes are serialized whole instead
+    // of making each other stale.
+    std::lock_guard<std::mutex> lock(mutation_mutex_);
     const std::string& content = request.content();
     AIRLOCK_ASSIGN_OR_RETURN(MutationPlan plan,
                              PlanMutation("write", request.path(), false, WriteContent(content),
                                           &kWorkspaceWriteFences));
-    return Commit(plan, kWorkspaceWriteFences);
+    return CommitLocked(plan, kWorkspaceWriteFences);
   }
 
   absl::StatusOr<v1::EditResult> Edit(const v1::EditRequest& request) override {
     AIRLOCK_RETURN_IF_ERROR(CheckSandboxPermissions("edit", request.sandbox_permissions()));
+    std::lock_guard<std::mutex> lock(mutation_mutex_);
     AIRLOCK_ASSIGN_OR_RETURN(MutationPlan plan,
                              PlanMutation("edit", request.path(), true, EditContent(request),
                                           &kWorkspaceWriteFences));
-    AIRLOCK_ASSIGN_OR_RETURN(v1::WriteResult written, Commit(plan, kWorkspaceWriteFences));
+    AIRLOCK_ASSIGN_OR_RETURN(v1::WriteResult written, CommitLocked(plan, kWorkspaceWriteFences));
     v1::EditResult result;
     result.set_canonical_path(written.canonical_path());
     result.set_replacements(plan.replacements);
@@ -259,6 +263,13 @@ class FileToolsImpl final : public FileTools {
   absl::StatusOr<v1::WriteResult> Commit(const MutationPlan& plan,
                                          CommitPermission permission) override {
     std::lock_guard<std::mutex> lock(mutation_mutex_);
+    return CommitLocked(plan, permission);
+  }
+
+ private:
+  // Commit with mutation_mutex_ held.
+  absl::StatusOr<v1::WriteResult> CommitLocked(const MutationPlan& plan,
+                                               CommitPermission permission) {
     const std::string& tool = plan.tool;
     AIRLOCK_RETURN_IF_ERROR(roots_.Verify());
     AIRLOCK_ASSIGN_OR_RETURN(ResolvedPath resolved, Resolve(plan.canonical_path));
@@ -301,6 +312,7 @@ class FileToolsImpl final : public FileTools {
 
     ExpectedTarget expected;
     ReplaceOptions replace;
+    std::vector<CreatedDirectory> created;
     if (target.resolved.exists()) {
       AIRLOCK_ASSIGN_OR_RETURN(OpenedFile file,
                                OpenRegular(dir.get(), components.back(), tool,
@@ -324,22 +336,38 @@ class FileToolsImpl final : public FileTools {
       for (size_t i = existing; i + 1 < components.size(); ++i) {
         const std::string& name = components[i];
         if (::mkdirat(dir.get(), name.c_str(), kNewDirectoryMode) != 0) {
-          if (errno == EEXIST) return Stale(tool, plan.canonical_path, "a directory appeared");
-          return LastErrnoStatus("mkdir", plan.canonical_path);
+          const absl::Status failed =
+              errno == EEXIST ? Stale(tool, plan.canonical_path, "a directory appeared")
+                              : LastErrnoStatus("mkdir", plan.canonical_path);
+          RemoveCreated(created);
+          return failed;
         }
         ScopedFd child(::openat(dir.get(), name.c_str(),
                                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        created.push_back({std::move(dir), name});
         if (!child) {
-          return WalkFailure(LastErrnoStatus("open", plan.canonical_path), tool,
-                             plan.canonical_path, true);
+          const absl::Status failed = WalkFailure(LastErrnoStatus("open", plan.canonical_path),
+                                                  tool, plan.canonical_path, true);
+          RemoveCreated(created);
+          return failed;
         }
-        // The new entry is durable once its parent is.
-        if (::fsync(dir.get()) != 0) return LastErrnoStatus("fsync", plan.canonical_path);
         dir = std::move(child);
       }
     }
-    AIRLOCK_RETURN_IF_ERROR(ReplaceAtomically(dir.get(), components.back(), plan.new_content,
-                                              expected, replace, plan.canonical_path));
+    if (absl::Status replaced = ReplaceAtomically(dir.get(), components.back(),
+                                                  plan.new_content, expected, replace,
+                                                  plan.canonical_path);
+        !replaced.ok()) {
+      RemoveCreated(created);
+      return replaced;
+    }
+    // New directory entries are durable once their parents are (the innermost parent was
+    // fsynced by the replacement).
+    for (const CreatedDirectory& entry : created) {
+      if (::fsync(entry.parent.get()) != 0) {
+        return LastErrnoStatus("fsync", plan.canonical_path);
+      }
+    }
     v1::WriteResult result;
     result.set_canonical_path(plan.canonical_path);
     result.set_bytes_written(plan.new_content.size());
@@ -348,7 +376,19 @@ class FileToolsImpl final : public FileTools {
     return result;
   }
 
- private:
+  struct CreatedDirectory {
+    ScopedFd parent;  // O_RDONLY directory
+    std::string name;
+  };
+
+  // Undoes the directories a failed write created, innermost first (only while empty).
+  static void RemoveCreated(std::vector<CreatedDirectory>& created) {
+    for (auto it = created.rbegin(); it != created.rend(); ++it) {
+      ::unlinkat(it->parent.get(), it->name.c_str(), AT_REMOVEDIR);
+    }
+    created.clear();
+  }
+
   struct Target {
     ResolvedPath resolved;
     int root = -1;  // index of the containing root, -1 outside

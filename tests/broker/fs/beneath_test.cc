@@ -5,7 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <string>
+#include <thread>
 
 #include "gtest/gtest.h"
 #include "platform/base/errno_status.h"
@@ -53,6 +56,40 @@ TEST_P(BeneathTest, RefusesComponentsThatAreNotNames) {
   EXPECT_EQ(ErrnoOpening({"."}, O_PATH), EINVAL);
   EXPECT_EQ(ErrnoOpening({"d/f"}, O_PATH), EINVAL);
   EXPECT_EQ(ErrnoOpening({""}, O_PATH), EINVAL);
+}
+
+// While a thread swaps a directory with a link to outside as fast as it can, every open that
+// succeeds reached the inside file, never the outside one.
+TEST_P(BeneathTest, ASwappedInLinkMakesTheOpenFailNeverLeadOutside) {
+  testing::TempDir outside;
+  testing::WriteFileOrDie(tmp_.Child("d/x"), "inside");
+  testing::WriteFileOrDie(outside.Child("x"), "OUTSIDE");
+  ASSERT_EQ(::symlink(outside.path().c_str(), tmp_.Child("alt").c_str()), 0);
+  std::atomic<bool> stop{false};
+  std::thread swapper([&] {
+    const std::string d = tmp_.Child("d");
+    const std::string alt = tmp_.Child("alt");
+    while (!stop.load(std::memory_order_relaxed)) {
+      ::renameat2(AT_FDCWD, d.c_str(), AT_FDCWD, alt.c_str(), RENAME_EXCHANGE);
+    }
+  });
+  int opened = 0;
+  int refused = 0;
+  for (int i = 0; i < 100000; ++i) {
+    auto fd = OpenBeneath(root_.get(), {"d", "x"}, O_RDONLY, GetParam(), "d/x");
+    if (!fd.ok()) {
+      ++refused;
+      continue;
+    }
+    ++opened;
+    char buffer[16] = {};
+    const ssize_t n = ::pread(fd->get(), buffer, sizeof(buffer) - 1, 0);
+    ASSERT_EQ(std::string(buffer, n > 0 ? static_cast<size_t>(n) : 0), "inside");
+  }
+  stop = true;
+  swapper.join();
+  EXPECT_GT(opened, 0);
+  EXPECT_GT(refused, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Walks, BeneathTest,
