@@ -40,6 +40,7 @@ struct RunOptions {
   std::string audit_key_file;
   std::string session;
   std::string worker_network = "host";
+  WorkerConfinementOptions worker;
   std::vector<std::string> agent_command;
 };
 
@@ -122,6 +123,11 @@ absl::StatusOr<int> Run(const RunOptions& options) {
   launch.connector_fd = connector.worker_end.get();
   launch.session_id = session_id;
   launch.working_directory = workspace;
+  launch.isolate_network = options.worker_network == "none";
+  launch.confinement = options.worker;
+  for (const std::string& secret : {options.audit_key_file, options.audit_log}) {
+    if (!secret.empty()) launch.hidden_paths.push_back(secret);
+  }
   AIRLOCK_ASSIGN_OR_RETURN(pid_t worker, LaunchWorker(launch));
   // Only the worker tree holds the worker end now: the acceptor sees a hang-up once it is gone.
   connector.worker_end.reset();
@@ -151,6 +157,7 @@ void AddRunCommand(CLI::App& app, int& exit_code) {
   command->add_option("--session", options->session, "Resume this session");
   command->add_option("--worker-network", options->worker_network, "host | none")
       ->check(CLI::IsMember({"host", "none"}));
+  AddWorkerConfinementOptions(command, &options->worker);
   command->add_option("agent", options->agent_command, "The agent command, after --")
       ->required();
   command->callback([options, &exit_code] {
