@@ -111,7 +111,17 @@ int Verify(const AuditOptions& options) {
 
 void AppendField(std::string* out, const std::string& key, const audit::JsonValue& value) {
   if (value.is_string) {
-    absl::StrAppend(out, " ", key, "=", audit::EscapeForDisplay(value.string_value));
+    std::string shown = audit::EscapeForDisplay(value.string_value);
+    if (shown.empty() || shown.find_first_of(" \"=") != std::string::npos) {
+      // Quote values that would otherwise run into the next field.
+      std::string quoted = "\"";
+      for (char c : shown) {
+        if (c == '"') quoted.push_back('\\');
+        quoted.push_back(c);
+      }
+      shown = quoted + "\"";
+    }
+    absl::StrAppend(out, " ", key, "=", shown);
   } else {
     absl::StrAppend(out, " ", key, "=", value.int_value);
   }
