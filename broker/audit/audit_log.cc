@@ -171,8 +171,8 @@ absl::Status AuditLog::InitializeFromFile(const AuditKey& key) {
     if (torn_tail) {
       const absl::string_view cut = absl::string_view(content).substr(result.verified_bytes);
       recovery_detail_ = absl::StrCat(
-          "the previous run ended without a seal; a torn final record of ", cut.size(),
-          " bytes after seq ", result.last_seq, " was cut off");
+          "a torn final record of ", cut.size(), " bytes after seq ", result.last_seq,
+          " was cut off", result.sealed ? "" : " (the previous run ended without a seal)");
       recovery_fields = absl::StrCat(",\"cut_bytes\":", cut.size(), ",\"cut_sha256\":\"",
                                      Sha256Hex(cut), "\"");
       if (::ftruncate(fd_.get(), static_cast<off_t>(result.verified_bytes)) != 0) {
