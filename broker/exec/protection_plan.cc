@@ -1,0 +1,270 @@
+#include "broker/exec/protection_plan.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "broker/wire_error.h"
+#include "platform/base/scoped_fd.h"
+#include "profiles/protected_paths.h"
+
+namespace airlock::broker {
+namespace {
+
+using linux_sandbox::CoveredPath;
+
+// Entries of the shared list that name files: a missing one is masked by an empty read-only
+// file, so that programs reading it (git reads .gitmodules and .git/config) see an empty file
+// rather than a directory. Every other entry, and any entry added to the list later, gets an
+// empty directory, which blocks creating a file there just as well.
+bool IsFileEntry(absl::string_view entry) {
+  static constexpr absl::string_view kFileEntries[] = {
+      ".git/config", ".gitmodules", ".gitconfig", ".bashrc", ".bash_profile",
+      ".profile",    ".zshrc",      ".zprofile",  ".envrc",  ".mcp.json"};
+  for (absl::string_view file : kFileEntries) {
+    if (entry == file) return true;
+  }
+  return false;
+}
+
+bool IsUnder(absl::string_view path, absl::string_view dir) {
+  if (dir == "/") return true;
+  return absl::StartsWith(path, dir) && path.size() > dir.size() && path[dir.size()] == '/';
+}
+bool IsAtOrUnder(absl::string_view path, absl::string_view dir) {
+  return path == dir || IsUnder(path, dir);
+}
+
+std::string Parent(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == 0 ? std::string("/") : path.substr(0, slash);
+}
+
+// Mount points currently used as masks by calls of this process, with their use counts.
+std::mutex& RegistryMutex() {
+  static std::mutex* const mutex = new std::mutex;
+  return *mutex;
+}
+std::map<std::string, int>& Registry() {
+  static std::map<std::string, int>* const registry = new std::map<std::string, int>;
+  return *registry;
+}
+bool MaskInUse(const std::string& path) {
+  std::lock_guard<std::mutex> lock(RegistryMutex());
+  return Registry().count(path) != 0;
+}
+
+class Planner {
+ public:
+  explicit Planner(const ProtectionLimits& limits) : limits_(limits) {}
+
+  absl::Status ScanRoot(const std::string& root) {
+    std::deque<std::pair<std::string, size_t>> queue = {{root, 0}};
+    while (!queue.empty()) {
+      auto [dir, depth] = std::move(queue.front());
+      queue.pop_front();
+      if (++directories_ > limits_.max_directories) return LimitError(root, "directories");
+      std::vector<std::pair<std::string, unsigned char>> entries;
+      if (!List(dir, &entries)) {
+        // Unreadable: nothing below it can be checked, so it becomes read-only.
+        CoverDirectory(root, dir);
+        continue;
+      }
+      std::set<std::string> names;
+      for (const auto& entry : entries) names.insert(entry.first);
+      const bool repository_top = dir == root || names.count(".git") != 0;
+      for (const std::string& entry : profiles::ProtectedRelativePaths()) {
+        std::vector<std::string> parts = absl::StrSplit(entry, '/');
+        Check(root, dir, parts, repository_top, IsFileEntry(entry));
+      }
+      if (names.count("HEAD") && names.count("objects") && names.count("refs")) {
+        Check(root, dir, {"hooks"}, true, false);
+        Check(root, dir, {"config"}, true, true);
+      }
+      for (const auto& [name, type] : entries) {
+        if (type != DT_DIR) continue;
+        const std::string child = absl::StrCat(dir == "/" ? "" : dir, "/", name);
+        const absl::string_view relative =
+            absl::string_view(child).substr(root == "/" ? 1 : root.size() + 1);
+        if (!profiles::MatchProtected(relative).empty()) continue;  // covered read-only
+        if (depth + 1 > limits_.max_depth) return LimitError(root, "depth");
+        queue.emplace_back(child, depth + 1);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  void ProtectExplicit(const std::string& path, const std::string& root) {
+    if (IsAtOrUnder(root, path)) {
+      read_only_.insert(root);
+      return;
+    }
+    if (!IsUnder(path, root)) return;
+    std::vector<std::string> parts =
+        absl::StrSplit(absl::string_view(path).substr(root == "/" ? 1 : root.size() + 1), '/',
+                       absl::SkipEmpty());
+    Check(root, root, parts, true, false);
+  }
+
+  ProtectionPlan Finish() && {
+    auto covered = [this](const std::string& path) {
+      for (const std::string& ro : read_only_) {
+        if (IsUnder(path, ro)) return true;
+      }
+      return false;
+    };
+    ProtectionPlan plan;
+    for (const std::string& path : self_binds_) {
+      if (!covered(path) && read_only_.count(path) == 0) plan.self_binds.push_back(path);
+    }
+    for (const std::string& path : read_only_) {
+      if (!covered(path)) plan.read_only.push_back(path);
+    }
+    for (const auto& [path, directory] : masks_) {
+      if (!covered(path)) plan.masks.push_back({path, directory});
+    }
+    return plan;
+  }
+
+ private:
+  absl::Status LimitError(const std::string& root, absl::string_view what) const {
+    return WithRule(
+        WireError(v1::SANDBOX_UNAVAILABLE,
+                  absl::StrCat("refused: the protected-path scan of ", root, " passed its bound (",
+                               limits_.max_directories, " directories, depth ",
+                               limits_.max_depth, ", exceeded: ", what,
+                               "); protection inside it cannot be guaranteed")),
+        "protected-scan-limit");
+  }
+
+  static bool List(const std::string& dir,
+                   std::vector<std::pair<std::string, unsigned char>>* entries) {
+    ScopedFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd) return false;
+    DIR* stream = ::fdopendir(fd.get());
+    if (stream == nullptr) return false;
+    const int dir_fd = fd.release();
+    while (dirent* entry = ::readdir(stream)) {
+      const absl::string_view name = entry->d_name;
+      if (name == "." || name == "..") continue;
+      unsigned char type = entry->d_type;
+      if (type == DT_UNKNOWN) {
+        struct stat st;
+        if (::fstatat(dir_fd, entry->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+          type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISLNK(st.st_mode) ? DT_LNK : DT_REG;
+        }
+      }
+      entries->emplace_back(std::string(name), type);
+    }
+    ::closedir(stream);
+    return true;
+  }
+
+  // Walks `parts` below `dir` and records how the protected path is kept read-only.
+  void Check(const std::string& root, const std::string& dir,
+             const std::vector<std::string>& parts, bool mask_missing, bool file_entry) {
+    std::string current = dir;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const std::string path = absl::StrCat(current == "/" ? "" : current, "/", parts[i]);
+      const bool last = i + 1 == parts.size();
+      struct stat st;
+      if (MaskInUse(path)) {
+        AddMask(root, path, !last || !file_entry);
+        return;
+      }
+      if (::lstat(path.c_str(), &st) != 0) {
+        if (errno == ENOENT) {
+          if (i == 0 && !mask_missing) return;
+          AddMask(root, path, !last || !file_entry);
+        } else {
+          CoverDirectory(root, current);
+        }
+        return;
+      }
+      if (S_ISLNK(st.st_mode)) {
+        CoverDirectory(root, current);
+        return;
+      }
+      if (last || !S_ISDIR(st.st_mode)) {
+        AddReadOnly(root, path);
+        return;
+      }
+      current = path;
+    }
+  }
+
+  void AddParents(const std::string& root, const std::string& path) {
+    for (std::string parent = Parent(path); IsUnder(parent, root); parent = Parent(parent)) {
+      self_binds_.insert(parent);
+    }
+  }
+  void AddReadOnly(const std::string& root, const std::string& path) {
+    read_only_.insert(path);
+    AddParents(root, path);
+  }
+  void CoverDirectory(const std::string& root, const std::string& dir) {
+    AddReadOnly(root, dir);
+  }
+  void AddMask(const std::string& root, const std::string& path, bool directory) {
+    masks_.emplace(path, directory);
+    AddParents(root, path);
+  }
+
+  ProtectionLimits limits_;
+  size_t directories_ = 0;
+  std::set<std::string> self_binds_;
+  std::set<std::string> read_only_;
+  std::map<std::string, bool> masks_;
+};
+
+}  // namespace
+
+absl::StatusOr<ProtectionPlan> PlanProtection(const std::vector<std::string>& writable_roots,
+                                              const std::vector<std::string>& protected_paths,
+                                              const ProtectionLimits& limits) {
+  Planner planner(limits);
+  for (const std::string& root : writable_roots) {
+    if (root.empty() || root[0] != '/') {
+      return absl::InvalidArgumentError(absl::StrCat("root '", root, "' is not absolute"));
+    }
+    absl::Status status = planner.ScanRoot(root);
+    if (!status.ok()) return status;
+    for (const std::string& path : protected_paths) planner.ProtectExplicit(path, root);
+  }
+  return std::move(planner).Finish();
+}
+
+void AcquireMasks(const std::vector<CoveredPath>& masks) {
+  std::lock_guard<std::mutex> lock(RegistryMutex());
+  for (const CoveredPath& mask : masks) ++Registry()[mask.path];
+}
+
+void ReleaseMasks(const std::vector<CoveredPath>& masks) {
+  std::lock_guard<std::mutex> lock(RegistryMutex());
+  for (const CoveredPath& mask : masks) {
+    auto it = Registry().find(mask.path);
+    if (it == Registry().end() || --it->second > 0) continue;
+    Registry().erase(it);
+    struct stat st;
+    if (::lstat(mask.path.c_str(), &st) != 0) continue;
+    // Only what bwrap made: an empty directory, or an empty regular file.
+    if (S_ISDIR(st.st_mode)) {
+      ::rmdir(mask.path.c_str());
+    } else if (S_ISREG(st.st_mode) && st.st_size == 0) {
+      ::unlink(mask.path.c_str());
+    }
+  }
+}
+
+}  // namespace airlock::broker

@@ -1,0 +1,57 @@
+// Which mounts keep protected storage read-only inside a shell sandbox whose roots are
+// writable (SPEC §5, §6). The names come from profiles/protected_paths.h, the one list shared
+// with the file tools, plus the broker's own protected paths (--protect, $AIRLOCK_HOME, …).
+//
+// - An existing protected path is re-bound read-only over itself.
+// - A missing one is masked: an empty read-only directory (or file, for names that are files)
+//   is mounted at its first missing component. bwrap creates that mount point on the host;
+//   the runner removes it after the call (ReleaseMasks), so nothing is left behind.
+//   Masks are placed in every root and every nested repository (a directory holding `.git`).
+// - A protected path that is a symbolic link cannot be mounted over (a mount follows the
+//   link), so its parent directory is made read-only instead — conservative, like the seed.
+// - Every directory between a root and a protected path is bound onto itself, so renaming or
+//   removing it (to move the protection aside and recreate it) fails with EBUSY.
+// - Git directories found anywhere (HEAD, objects/ and refs/ inside — e.g. submodules under
+//   .git/modules) get their `hooks` and `config` protected the same way.
+// The scan never follows links, does not descend into protected directories, and is bounded;
+// past the bound the call is refused rather than run with unknown protection.
+#ifndef BROKER_EXEC_PROTECTION_PLAN_H_
+#define BROKER_EXEC_PROTECTION_PLAN_H_
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "platform/linux/bwrap_launcher.h"
+
+namespace airlock::broker {
+
+struct ProtectionLimits {
+  size_t max_directories = 20000;
+  size_t max_depth = 64;
+};
+
+struct ProtectionPlan {
+  std::vector<std::string> self_binds;
+  std::vector<std::string> read_only;
+  std::vector<linux_sandbox::CoveredPath> masks;  // all missing before the call
+};
+
+// `writable_roots` and `protected_paths` are canonical absolute paths (a protected path need
+// not exist). FailedPrecondition (rule protected-scan-limit) when the scan bound is passed.
+[[nodiscard]] absl::StatusOr<ProtectionPlan> PlanProtection(
+    const std::vector<std::string>& writable_roots,
+    const std::vector<std::string>& protected_paths, const ProtectionLimits& limits = {});
+
+// Masks' mount points are shared by concurrent calls of this process: a mount point is
+// removed only when the last call using it ends (removing it while another sandbox still has
+// a mask mounted there would detach that mask).
+void AcquireMasks(const std::vector<linux_sandbox::CoveredPath>& masks);
+// Removes the mount points bwrap created (empty directories, empty regular files) once no
+// call of this process uses them any more.
+void ReleaseMasks(const std::vector<linux_sandbox::CoveredPath>& masks);
+
+}  // namespace airlock::broker
+
+#endif  // BROKER_EXEC_PROTECTION_PLAN_H_

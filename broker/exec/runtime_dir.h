@@ -1,0 +1,37 @@
+// The broker's runtime directory (0700, owned by the broker's user) and the per-call
+// directories of the shell sandbox inside it: `shell-<broker pid>-XXXXXX/` holding the
+// private temp directory `tmp/` and the empty mask sources. A call's directory is removed
+// when the call ends; directories of brokers that no longer run are swept at start.
+#ifndef BROKER_EXEC_RUNTIME_DIR_H_
+#define BROKER_EXEC_RUNTIME_DIR_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace airlock::broker {
+
+// `requested` if nonempty, else $XDG_RUNTIME_DIR/airlock when XDG_RUNTIME_DIR is an absolute
+// path, else /tmp/airlock-<uid>. Created 0700 when missing; refused unless it is a real
+// directory (not a link) owned by this user and closed to everyone else.
+[[nodiscard]] absl::StatusOr<std::string> EnsureRuntimeDir(const std::string& requested);
+
+struct CallDir {
+  std::string path;         // the call's directory
+  std::string tmp;          // bound at /tmp inside the sandbox
+  std::string empty_dir;    // mask sources
+  std::string empty_file;
+};
+
+[[nodiscard]] absl::StatusOr<CallDir> MakeCallDir(const std::string& runtime_dir);
+
+// Removes a tree without following links, making directories writable as needed.
+[[nodiscard]] absl::Status RemoveTree(const std::string& path);
+
+// Removes call directories left by brokers that are no longer running. Returns how many.
+int SweepStaleCallDirs(const std::string& runtime_dir);
+
+}  // namespace airlock::broker
+
+#endif  // BROKER_EXEC_RUNTIME_DIR_H_

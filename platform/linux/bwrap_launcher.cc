@@ -1,0 +1,229 @@
+#include "platform/linux/bwrap_launcher.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "platform/base/errno_status.h"
+#include "platform/base/fd_io.h"
+#include "platform/base/scoped_fd.h"
+#include "platform/base/status_macros.h"
+#include "platform/linux/shell_seccomp.h"
+
+namespace airlock::linux_sandbox {
+namespace {
+
+constexpr char kReady[] = "ready";
+
+// The preflight runs as `bash --noprofile --norc -c SCRIPT airlock-preflight CMD…`. It only
+// uses builtins. "$@" is the command; `exec --` keeps a command that looks like an option
+// from being read as one.
+constexpr char kPreflight[] =
+    "ok=0\n"
+    "while read -r k v; do\n"
+    "  case \"$k$v\" in NoNewPrivs:1|Seccomp:2|CapEff:0000000000000000) ok=$((ok+1));; esac\n"
+    "done </proc/self/status\n"
+    "if [ \"$ok\" != 3 ] || [ -w / ]; then\n"
+    "  echo 'airlock: sandbox preflight failed (no_new_privs, seccomp, capabilities or "
+    "read-only root)' >&2\n"
+    "  exit 125\n"
+    "fi\n"
+    "unset ok k v\n"
+    "printf ready >&3\n"
+    "exec 3>&- 4<&- 5<&-\n"
+    "exec -- \"$@\"\n";
+
+size_t Depth(const std::string& path) {
+  return static_cast<size_t>(std::count(path.begin(), path.end(), '/'));
+}
+
+// Parents before children: a later bind of a parent would cover a child's mount.
+std::vector<std::string> SortedByDepth(std::vector<std::string> paths) {
+  std::stable_sort(paths.begin(), paths.end(), [](const std::string& a, const std::string& b) {
+    return Depth(a) < Depth(b);
+  });
+  paths.erase(std::unique(paths.begin(), paths.end()), paths.end());
+  return paths;
+}
+
+bool IsUnder(absl::string_view path, absl::string_view dir) {
+  if (dir == "/") return true;
+  return path == dir || (absl::StartsWith(path, dir) && path.size() > dir.size() &&
+                         path[dir.size()] == '/');
+}
+
+absl::Status CheckSystemExecutable(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return LastErrnoStatus("stat", path);
+  if (!S_ISREG(st.st_mode)) return absl::UnavailableError(absl::StrCat(path, " is not a file"));
+  if (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return absl::UnavailableError(
+        absl::StrCat(path, " is not owned by root or is writable by others"));
+  }
+  if (::access(path.c_str(), X_OK) != 0) return LastErrnoStatus("access(X_OK)", path);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> FindSystem(const char* name) {
+  std::string reasons;
+  for (const char* dir : {"/usr/bin/", "/bin/"}) {
+    const std::string path = absl::StrCat(dir, name);
+    const absl::Status status = CheckSystemExecutable(path);
+    if (status.ok()) return path;
+    absl::StrAppend(&reasons, reasons.empty() ? "" : "; ", status.message());
+  }
+  return absl::UnavailableError(
+      absl::StrCat(name, " is not usable from /usr/bin or /bin (PATH is never searched): ",
+                   reasons));
+}
+
+// A sealed-size memory file holding `data`, positioned at its start.
+absl::StatusOr<ScopedFd> MemoryFile(const char* name, absl::string_view data) {
+  ScopedFd fd(::memfd_create(name, MFD_CLOEXEC));
+  if (!fd) return LastErrnoStatus("memfd_create", name);
+  AIRLOCK_RETURN_IF_ERROR(WriteFully(fd.get(), data, name));
+  if (::lseek(fd.get(), 0, SEEK_SET) != 0) return LastErrnoStatus("lseek", name);
+  return fd;
+}
+
+}  // namespace
+
+const char* PreflightScript() { return kPreflight; }
+
+absl::StatusOr<BwrapArgv> BuildShellSandboxArgv(const ShellSandboxLayout& layout,
+                                                const std::vector<std::string>& command,
+                                                const std::string& shell) {
+  if (command.empty()) return absl::InvalidArgumentError("sandbox: empty command");
+  if (layout.private_tmp.empty() || layout.cwd.empty()) {
+    return absl::InvalidArgumentError("sandbox: the private temp directory and cwd are required");
+  }
+  BwrapCommand bwrap;
+  bwrap.UnshareUser()
+      .DisableUserns()
+      .UnsharePid()
+      .UnshareNet()
+      .UnshareIpc()
+      .UnshareUts()
+      .UnshareCgroupTry()
+      .NewSession()
+      .DieWithParent()
+      .DropAllCapabilities();
+  bwrap.RoBind("/", "/").Dev("/dev").Proc("/proc");
+  bwrap.Bind(layout.private_tmp, "/tmp");
+
+  std::vector<std::string> roots;
+  for (const std::string& root : layout.readonly_roots) bwrap.RoBind(root, root);
+  for (const std::string& root : SortedByDepth(layout.writable_roots)) {
+    bwrap.Bind(root, root);
+    roots.push_back(root);
+  }
+  for (const std::string& root : layout.readonly_roots) roots.push_back(root);
+  for (const std::string& parent : SortedByDepth(layout.self_binds)) bwrap.Bind(parent, parent);
+
+  // Read-only re-binds and masks together, parents first.
+  struct Cover {
+    std::string path;
+    std::string source;
+  };
+  std::vector<Cover> covers;
+  for (const std::string& path : layout.read_only) covers.push_back({path, path});
+  for (const CoveredPath& mask : layout.masks) {
+    const std::string& source = mask.directory ? layout.empty_dir : layout.empty_file;
+    if (source.empty()) return absl::InvalidArgumentError("sandbox: no mask source");
+    covers.push_back({mask.path, source});
+  }
+  std::stable_sort(covers.begin(), covers.end(), [](const Cover& a, const Cover& b) {
+    return Depth(a.path) < Depth(b.path);
+  });
+  for (const Cover& cover : covers) bwrap.RoBind(cover.source, cover.path);
+
+  for (const CoveredPath& hidden : layout.hidden) {
+    // The private /tmp already hides host paths below /tmp, unless a root brings them back.
+    const bool under_root = std::any_of(roots.begin(), roots.end(), [&](const std::string& r) {
+      return IsUnder(hidden.path, r) || IsUnder(r, hidden.path);
+    });
+    if (IsUnder(hidden.path, "/tmp") && !under_root) continue;
+    if (hidden.directory) {
+      bwrap.Tmpfs(hidden.path).RemountRo(hidden.path);
+    } else {
+      bwrap.RoBind("/dev/null", hidden.path);
+    }
+  }
+
+  bwrap.Chdir(layout.cwd).ClearEnv();
+  for (const auto& [name, value] : layout.env) bwrap.SetEnv(name, value);
+  bwrap.SeccompFd(kSeccompFd);
+
+  std::vector<std::string> argv = {shell, "--noprofile", "--norc", "-c", kPreflight,
+                                   "airlock-preflight"};
+  argv.insert(argv.end(), command.begin(), command.end());
+  bwrap.Command(std::move(argv));
+  return bwrap.Build();
+}
+
+absl::StatusOr<std::string> FindSystemBwrap() { return FindSystem("bwrap"); }
+absl::StatusOr<std::string> FindSystemBash() { return FindSystem("bash"); }
+
+absl::StatusOr<TreeRunResult> RunInShellSandbox(const SandboxRunOptions& options) {
+  AIRLOCK_ASSIGN_OR_RETURN(const std::string bwrap_path, FindSystemBwrap());
+  AIRLOCK_ASSIGN_OR_RETURN(const std::string bash_path, FindSystemBash());
+  absl::StatusOr<std::string> program =
+      BuildShellSeccompProgram({.allow_unix_sockets = options.allow_unix_sockets});
+  if (!program.ok()) {
+    return absl::UnavailableError(
+        absl::StrCat("the shell seccomp filter cannot be built: ", program.status().message()));
+  }
+  AIRLOCK_ASSIGN_OR_RETURN(BwrapArgv argv,
+                           BuildShellSandboxArgv(options.layout, options.command, bash_path));
+  AIRLOCK_ASSIGN_OR_RETURN(ScopedFd args, MemoryFile("airlock-bwrap-args",
+                                                     argv.ArgsFileContents()));
+  AIRLOCK_ASSIGN_OR_RETURN(ScopedFd seccomp, MemoryFile("airlock-bwrap-seccomp", *program));
+  int ready_pipe[2];
+  if (::pipe2(ready_pipe, O_CLOEXEC) != 0) return LastErrnoStatus("pipe2", "preflight");
+  ScopedFd ready_read(ready_pipe[0]), ready_write(ready_pipe[1]);
+  ScopedFd null_in;
+  int stdin_fd = 0;
+  if (options.capture_output) {
+    null_in.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    if (!null_in) return LastErrnoStatus("open", "/dev/null");
+    stdin_fd = null_in.get();
+  }
+
+  TreeRunOptions run;
+  run.spawn.argv = argv.LauncherArgv(bwrap_path, kArgsFd);
+  run.spawn.env = {};  // bwrap's own environment is empty
+  run.spawn.descriptors = {{0, stdin_fd},
+                           {1, 1},
+                           {2, 2},
+                           {kReadyFd, ready_write.get()},
+                           {kArgsFd, args.get()},
+                           {kSeccompFd, seccomp.get()}};
+  run.spawn.parent_death_signal = SIGKILL;
+  run.capture_output = options.capture_output;
+  run.stream_limit = options.stream_limit;
+  run.full_output_dir = options.full_output_dir;
+  run.timeout = options.timeout;
+  run.cancel = options.cancel;
+  run.status_fd = ready_read.get();
+  // Only the sandbox may hold the write end, or EOF would never come.
+  run.close_after_spawn.push_back(std::move(ready_write));
+  absl::StatusOr<TreeRunResult> result = RunProcessTree(std::move(run));
+  if (!result.ok()) return result.status();
+  if (result->status_bytes != kReady && !result->timed_out && !result->cancelled) {
+    std::string detail(absl::StripAsciiWhitespace(result->stderr_data));
+    return absl::UnavailableError(absl::StrCat(
+        "the bubblewrap sandbox could not be set up; the command did not run (", bwrap_path,
+        " exited with status ", result->status.ShellCode(),
+        detail.empty() ? std::string(")") : absl::StrCat(": ", detail, ")")));
+  }
+  return result;
+}
+
+}  // namespace airlock::linux_sandbox

@@ -1,0 +1,88 @@
+// Runs one command in a fresh bubblewrap sandbox (SPEC §6): bwrap only from /usr/bin or /bin,
+// with an empty environment of its own, options through `--args FD`, the seccomp program
+// through `--seccomp FD`, the user command strictly after `--`.
+//
+// Preflight: the sandbox's first program is a fixed bash script (no profile, no rc files)
+// inside the very instance the command will run in. It checks NoNewPrivs 1, Seccomp 2,
+// CapEff 0 and a read-only /, writes "ready" on a private pipe, closes every extra descriptor
+// and only then execs the command. No "ready" means bwrap or the preflight failed: the result
+// is Unavailable and the command never ran. Nothing ever falls back to running unsandboxed.
+#ifndef PLATFORM_LINUX_BWRAP_LAUNCHER_H_
+#define PLATFORM_LINUX_BWRAP_LAUNCHER_H_
+
+#include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "platform/linux/bwrap_command.h"
+#include "platform/process/process_tree.h"
+
+namespace airlock::linux_sandbox {
+
+// A path mounted over with something empty: a missing protected path (empty read-only
+// directory or file) or a secret (a read-only empty tmpfs, or /dev/null over a file).
+struct CoveredPath {
+  std::string path;
+  bool directory = true;
+};
+
+// Where everything goes inside the sandbox. All paths are canonical host paths.
+struct ShellSandboxLayout {
+  std::vector<std::string> writable_roots;   // --bind R R (workspace-write)
+  std::vector<std::string> readonly_roots;   // --ro-bind R R (read-only; keeps them visible)
+  // Parents of protected paths inside writable roots, bound onto themselves so that renaming
+  // or removing them fails with EBUSY.
+  std::vector<std::string> self_binds;
+  std::vector<std::string> read_only;        // existing protected paths, re-bound read-only
+  std::vector<CoveredPath> masks;            // missing protected paths: empty and read-only
+  std::vector<CoveredPath> hidden;           // unreadable inside (audit key, runtime dir)
+  std::string private_tmp;                   // host directory bound at /tmp
+  std::string empty_dir;                     // mask sources (empty, read-only)
+  std::string empty_file;
+  std::string cwd;
+  std::vector<std::pair<std::string, std::string>> env;  // the command's whole environment
+};
+
+// The descriptors the sandbox's bwrap process receives.
+inline constexpr int kReadyFd = 3;
+inline constexpr int kArgsFd = 4;
+inline constexpr int kSeccompFd = 5;
+
+// The preflight script run by `shell` before the command (exposed for tests).
+const char* PreflightScript();
+
+// The full bwrap command for `layout`, running `command` (argv; argv[0] may be a bare name,
+// looked up in the sandbox's PATH) after the preflight in `shell` (an absolute path).
+[[nodiscard]] absl::StatusOr<BwrapArgv> BuildShellSandboxArgv(
+    const ShellSandboxLayout& layout, const std::vector<std::string>& command,
+    const std::string& shell);
+
+// /usr/bin/bwrap or /bin/bwrap: a regular, executable file owned by root and writable by
+// nobody else. Never PATH. Unavailable (naming what was wrong) otherwise.
+[[nodiscard]] absl::StatusOr<std::string> FindSystemBwrap();
+// /usr/bin/bash or /bin/bash, with the same checks.
+[[nodiscard]] absl::StatusOr<std::string> FindSystemBash();
+
+struct SandboxRunOptions {
+  ShellSandboxLayout layout;
+  std::vector<std::string> command;
+  bool allow_unix_sockets = false;
+  // Output, timeout and cancellation, as in TreeRunOptions. Without capture, the command
+  // shares the caller's descriptors 0, 1 and 2; with it, stdin is /dev/null.
+  bool capture_output = true;
+  size_t stream_limit = kDefaultStreamLimit;
+  std::string full_output_dir;
+  std::chrono::milliseconds timeout{0};
+  CancelToken* cancel = nullptr;
+};
+
+// Runs the command. Unavailable when bwrap, bash or the seccomp program is missing, or when
+// the instance failed before the preflight said ready (the command did not run); the
+// message then carries bwrap's own diagnostic when it was captured.
+[[nodiscard]] absl::StatusOr<TreeRunResult> RunInShellSandbox(const SandboxRunOptions& options);
+
+}  // namespace airlock::linux_sandbox
+
+#endif  // PLATFORM_LINUX_BWRAP_LAUNCHER_H_

@@ -1,0 +1,165 @@
+#include "broker/exec/protection_plan.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+
+namespace airlock::broker {
+namespace {
+
+using ::airlock::testing::StatusIs;
+using ::airlock::testing::TempDir;
+using ::airlock::testing::WriteFileOrDie;
+using ::testing::Contains;
+using ::testing::Not;
+
+bool HasMask(const ProtectionPlan& plan, const std::string& path, bool directory) {
+  return std::any_of(plan.masks.begin(), plan.masks.end(), [&](const auto& mask) {
+    return mask.path == path && mask.directory == directory;
+  });
+}
+bool HasAnyMask(const ProtectionPlan& plan, const std::string& path) {
+  return HasMask(plan, path, true) || HasMask(plan, path, false);
+}
+
+TEST(ProtectionPlanTest, EmptyWorkspaceMasksEveryTopLevelName) {
+  TempDir root;
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(ProtectionPlan plan, PlanProtection({root.path()}, {}));
+  // .git is missing: the whole .git is masked (a directory), not .git/hooks.
+  EXPECT_TRUE(HasMask(plan, root.Child(".git"), true));
+  EXPECT_FALSE(HasAnyMask(plan, root.Child(".git/hooks")));
+  EXPECT_TRUE(HasMask(plan, root.Child(".vscode"), true));
+  EXPECT_TRUE(HasMask(plan, root.Child(".bashrc"), false));
+  EXPECT_TRUE(HasMask(plan, root.Child(".mcp.json"), false));
+  EXPECT_TRUE(plan.read_only.empty());
+  EXPECT_TRUE(plan.self_binds.empty());
+}
+
+TEST(ProtectionPlanTest, ExistingEntriesAreReadOnlyAndTheirParentsSelfBound) {
+  TempDir root;
+  ASSERT_EQ(::mkdir(root.Child(".git").c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(root.Child(".git/hooks").c_str(), 0755), 0);
+  WriteFileOrDie(root.Child(".bashrc"), "x");
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(ProtectionPlan plan, PlanProtection({root.path()}, {}));
+  EXPECT_THAT(plan.read_only, Contains(root.Child(".git/hooks")));
+  EXPECT_THAT(plan.read_only, Contains(root.Child(".bashrc")));
+  EXPECT_THAT(plan.self_binds, Contains(root.Child(".git")));
+  // .git/config is missing inside an existing .git: an empty file masks it.
+  EXPECT_TRUE(HasMask(plan, root.Child(".git/config"), false));
+  EXPECT_FALSE(HasAnyMask(plan, root.Child(".git")));
+}
+
+TEST(ProtectionPlanTest, NestedRepositoriesAreFoundAndMasked) {
+  TempDir root;
+  ASSERT_EQ(::mkdir(root.Child("a").c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(root.Child("a/b").c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(root.Child("a/b/.git").c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(root.Child("a/b/.git/hooks").c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(root.Child("plain").c_str(), 0755), 0);
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(ProtectionPlan plan, PlanProtection({root.path()}, {}));
+  EXPECT_THAT(plan.read_only, Contains(root.Child("a/b/.git/hooks")));
+  EXPECT_THAT(plan.self_binds, Contains(root.Child("a")));
+  EXPECT_THAT(plan.self_binds, Contains(root.Child("a/b")));
+  EXPECT_THAT(plan.self_binds, Contains(root.Child("a/b/.git")));
+  // The nested repository's top gets masks; a plain directory does not.
+  EXPECT_TRUE(HasMask(plan, root.Child("a/b/.envrc"), false));
+  EXPECT_FALSE(HasAnyMask(plan, root.Child("plain/.envrc")));
+}
+
+TEST(ProtectionPlanTest, ExistingEntryDeepInAPlainDirectoryIsReadOnly) {
+  TempDir root;
+  ASSERT_EQ(::mkdir(root.Child("x").c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(root.Child("x/.vscode").c_str(), 0755), 0);
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(ProtectionPlan plan, PlanProtection({root.path()}, {}));
+  EXPECT_THAT(plan.read_only, Contains(root.Child("x/.vscode")));
+  EXPECT_THAT(plan.self_binds, Contains(root.Child("x")));
+}
+
+TEST(ProtectionPlanTest, SymlinkedEntryCoversItsParent) {
+  TempDir root;
+  ASSERT_EQ(::mkdir(root.Child(".git").c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(root.Child("elsewhere").c_str(), 0755), 0);
+  ASSERT_EQ(::symlink("../elsewhere", root.Child(".git/hooks").c_str()), 0);
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(ProtectionPlan plan, PlanProtection({root.path()}, {}));
+  EXPECT_THAT(plan.read_only, Contains(root.Child(".git")));
+  // Nothing is planned inside the read-only parent (it could not be created there).
+  EXPECT_FALSE(HasAnyMask(plan, root.Child(".git/config")));
+  EXPECT_THAT(plan.self_binds, Not(Contains(root.Child(".git"))));
+}
+
+TEST(ProtectionPlanTest, GitDirectoriesProtectHooksAndConfig) {
+  TempDir root;
+  const std::string module = root.Child(".git");
+  ASSERT_EQ(::mkdir(module.c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir((module + "/modules").c_str(), 0755), 0);
+  const std::string gitdir = module + "/modules/sub";
+  ASSERT_EQ(::mkdir(gitdir.c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir((gitdir + "/objects").c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir((gitdir + "/refs").c_str(), 0755), 0);
+  WriteFileOrDie(gitdir + "/HEAD", "ref: refs/heads/main\n");
+  WriteFileOrDie(gitdir + "/config", "[core]\n");
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(ProtectionPlan plan, PlanProtection({root.path()}, {}));
+  EXPECT_THAT(plan.read_only, Contains(gitdir + "/config"));
+  EXPECT_TRUE(HasMask(plan, gitdir + "/hooks", true));
+}
+
+TEST(ProtectionPlanTest, ExplicitProtectedPaths) {
+  TempDir root;
+  ASSERT_EQ(::mkdir(root.Child("keep").c_str(), 0755), 0);
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(
+      ProtectionPlan plan,
+      PlanProtection({root.path()}, {root.Child("keep"), root.Child("new/deep"), "/etc/outside"}));
+  EXPECT_THAT(plan.read_only, Contains(root.Child("keep")));
+  // A missing one is masked at its first missing component.
+  EXPECT_TRUE(HasMask(plan, root.Child("new"), true));
+  // Outside the writable roots there is nothing to do.
+  EXPECT_THAT(plan.read_only, Not(Contains("/etc/outside")));
+  // Protecting a path that contains the root makes the root read-only.
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(ProtectionPlan whole,
+                               PlanProtection({root.path()}, {root.path()}));
+  EXPECT_THAT(whole.read_only, Contains(root.path()));
+  EXPECT_TRUE(whole.masks.empty());
+}
+
+TEST(ProtectionPlanTest, ScanIsBounded) {
+  TempDir root;
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_EQ(::mkdir(root.Child("d" + std::to_string(i)).c_str(), 0755), 0);
+  }
+  ProtectionLimits limits;
+  limits.max_directories = 3;
+  EXPECT_THAT(PlanProtection({root.path()}, {}, limits),
+              StatusIs(absl::StatusCode::kUnavailable));
+}
+
+TEST(ProtectionPlanTest, ReleaseRemovesOnlyWhatTheLastUserLeft) {
+  TempDir root;
+  const std::string dir = root.Child(".vscode");
+  const std::string file = root.Child(".envrc");
+  ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);  // as bwrap would have created them
+  WriteFileOrDie(file, "");
+  const std::vector<linux_sandbox::CoveredPath> masks = {{dir, true}, {file, false}};
+  AcquireMasks(masks);
+  AcquireMasks(masks);
+  ReleaseMasks(masks);
+  EXPECT_EQ(::access(dir.c_str(), F_OK), 0) << "still used by the other call";
+  EXPECT_EQ(::access(file.c_str(), F_OK), 0);
+  ReleaseMasks(masks);
+  EXPECT_NE(::access(dir.c_str(), F_OK), 0);
+  EXPECT_NE(::access(file.c_str(), F_OK), 0);
+  // A file someone filled in is not ours to delete.
+  WriteFileOrDie(file, "user content");
+  AcquireMasks({{file, false}});
+  ReleaseMasks({{file, false}});
+  EXPECT_EQ(::access(file.c_str(), F_OK), 0);
+}
+
+}  // namespace
+}  // namespace airlock::broker

@@ -1,0 +1,149 @@
+#include "platform/linux/bwrap_launcher.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+
+namespace airlock::linux_sandbox {
+namespace {
+
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+ShellSandboxLayout BaseLayout() {
+  ShellSandboxLayout layout;
+  layout.private_tmp = "/run/user/1/airlock/shell-1-a/tmp";
+  layout.empty_dir = "/run/user/1/airlock/shell-1-a/empty-dir";
+  layout.empty_file = "/run/user/1/airlock/shell-1-a/empty-file";
+  layout.cwd = "/w";
+  layout.env = {{"PATH", "/usr/bin:/bin"}, {"TMPDIR", "/tmp"}};
+  return layout;
+}
+
+// Index of the first occurrence of the option triple/pair starting with `flag` and `path`
+// (the destination), or -1.
+int IndexOf(const std::vector<std::string>& options, const std::string& flag,
+            const std::string& destination) {
+  for (size_t i = 0; i < options.size(); ++i) {
+    if (options[i] != flag) continue;
+    const bool two = flag == "--bind" || flag == "--ro-bind";
+    const size_t at = i + (two ? 2 : 1);
+    if (at < options.size() && options[at] == destination) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+TEST(BwrapLauncherTest, ReadOnlyPresetLayout) {
+  ShellSandboxLayout layout = BaseLayout();
+  layout.readonly_roots = {"/w"};
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(BwrapArgv argv,
+                               BuildShellSandboxArgv(layout, {"true"}, "/usr/bin/bash"));
+  const auto& o = argv.options;
+  for (const char* flag : {"--unshare-user", "--disable-userns", "--unshare-pid",
+                           "--unshare-net", "--unshare-ipc", "--unshare-uts", "--new-session",
+                           "--die-with-parent", "--clearenv"}) {
+    EXPECT_THAT(o, Contains(flag));
+  }
+  EXPECT_GE(IndexOf(o, "--ro-bind", "/"), 0);
+  EXPECT_GE(IndexOf(o, "--dev", "/dev"), 0);
+  EXPECT_GE(IndexOf(o, "--proc", "/proc"), 0);
+  EXPECT_GE(IndexOf(o, "--bind", "/tmp"), 0);
+  EXPECT_GT(IndexOf(o, "--ro-bind", "/w"), IndexOf(o, "--bind", "/tmp"));
+  EXPECT_EQ(IndexOf(o, "--bind", "/w"), -1) << "read-only: no writable root";
+  EXPECT_THAT(o, Contains("--seccomp"));
+  // The preflight runs first, then the command.
+  ASSERT_GE(argv.command.size(), 7u);
+  EXPECT_THAT(std::vector<std::string>(argv.command.begin(), argv.command.begin() + 4),
+              ElementsAre("/usr/bin/bash", "--noprofile", "--norc", "-c"));
+  EXPECT_EQ(argv.command[4], PreflightScript());
+  EXPECT_EQ(argv.command.back(), "true");
+}
+
+TEST(BwrapLauncherTest, WorkspaceWriteOrdersParentsBeforeProtection) {
+  ShellSandboxLayout layout = BaseLayout();
+  layout.writable_roots = {"/w"};
+  layout.self_binds = {"/w/sub/.git", "/w/sub"};
+  layout.read_only = {"/w/sub/.git/hooks", "/w/.bashrc"};
+  layout.masks = {{"/w/.vscode", true}, {"/w/.envrc", false}};
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(BwrapArgv argv,
+                               BuildShellSandboxArgv(layout, {"true"}, "/usr/bin/bash"));
+  const auto& o = argv.options;
+  const int root = IndexOf(o, "--bind", "/w");
+  const int sub = IndexOf(o, "--bind", "/w/sub");
+  const int git = IndexOf(o, "--bind", "/w/sub/.git");
+  const int hooks = IndexOf(o, "--ro-bind", "/w/sub/.git/hooks");
+  ASSERT_GE(root, 0);
+  EXPECT_GT(sub, root);
+  EXPECT_GT(git, sub);
+  EXPECT_GT(hooks, git);
+  EXPECT_GT(IndexOf(o, "--ro-bind", "/w/.bashrc"), root);
+  const int vscode = IndexOf(o, "--ro-bind", "/w/.vscode");
+  ASSERT_GT(vscode, root);
+  EXPECT_EQ(o[vscode + 1], layout.empty_dir);
+  const int envrc = IndexOf(o, "--ro-bind", "/w/.envrc");
+  ASSERT_GT(envrc, root);
+  EXPECT_EQ(o[envrc + 1], layout.empty_file);
+  // The private /tmp comes before the roots, so a root under /tmp stays visible.
+  EXPECT_LT(IndexOf(o, "--bind", "/tmp"), root);
+}
+
+TEST(BwrapLauncherTest, HiddenPathsAreMaskedAfterTheRoots) {
+  ShellSandboxLayout layout = BaseLayout();
+  layout.writable_roots = {"/w"};
+  layout.hidden = {{"/run/user/1/airlock", true},
+                   {"/home/u/.airlock/audit.key", false},
+                   {"/tmp/airlock-1", true},          // under the private /tmp: already gone
+                   {"/w/secret", true}};
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(BwrapArgv argv,
+                               BuildShellSandboxArgv(layout, {"true"}, "/usr/bin/bash"));
+  const auto& o = argv.options;
+  const int root = IndexOf(o, "--bind", "/w");
+  EXPECT_GT(IndexOf(o, "--tmpfs", "/run/user/1/airlock"), root);
+  EXPECT_GT(IndexOf(o, "--remount-ro", "/run/user/1/airlock"), root);
+  const int key = IndexOf(o, "--ro-bind", "/home/u/.airlock/audit.key");
+  ASSERT_GE(key, 0);
+  EXPECT_EQ(o[key + 1], "/dev/null");
+  EXPECT_EQ(IndexOf(o, "--tmpfs", "/tmp/airlock-1"), -1);
+  EXPECT_GT(IndexOf(o, "--tmpfs", "/w/secret"), root);
+}
+
+TEST(BwrapLauncherTest, CommandLookingLikeOptionsStaysAfterTheDoubleDash) {
+  ShellSandboxLayout layout = BaseLayout();
+  layout.readonly_roots = {"/w"};
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(
+      BwrapArgv argv,
+      BuildShellSandboxArgv(layout, {"--bind", "/", "/", "sh"}, "/usr/bin/bash"));
+  std::vector<std::string> launcher = argv.LauncherArgv("/usr/bin/bwrap", kArgsFd);
+  // bwrap sees exactly: --args FD -- <preflight shell> … --bind / / sh
+  ASSERT_GE(launcher.size(), 5u);
+  EXPECT_THAT(std::vector<std::string>(launcher.begin(), launcher.begin() + 5),
+              ElementsAre("/usr/bin/bwrap", "--args", "4", "--", "/usr/bin/bash"));
+  EXPECT_THAT(argv.options, Not(Contains("sh")));
+  // The preflight execs its arguments with `exec --`, so they are never shell options.
+  EXPECT_THAT(std::string(PreflightScript()), HasSubstr("exec -- \"$@\""));
+}
+
+TEST(BwrapLauncherTest, MissingPiecesAreErrors) {
+  ShellSandboxLayout layout = BaseLayout();
+  EXPECT_FALSE(BuildShellSandboxArgv(layout, {}, "/usr/bin/bash").ok());
+  layout.private_tmp.clear();
+  EXPECT_FALSE(BuildShellSandboxArgv(layout, {"true"}, "/usr/bin/bash").ok());
+  layout = BaseLayout();
+  layout.writable_roots = {"relative"};
+  EXPECT_FALSE(BuildShellSandboxArgv(layout, {"true"}, "/usr/bin/bash").ok());
+}
+
+TEST(BwrapLauncherTest, SystemBwrapIsFoundOnlyInSystemDirectories) {
+  absl::StatusOr<std::string> bwrap = FindSystemBwrap();
+  if (!bwrap.ok()) GTEST_SKIP() << "no bwrap here: " << bwrap.status();
+  EXPECT_TRUE(*bwrap == "/usr/bin/bwrap" || *bwrap == "/bin/bwrap") << *bwrap;
+}
+
+}  // namespace
+}  // namespace airlock::linux_sandbox
