@@ -3,6 +3,7 @@
 #include <csignal>
 
 #include "CLI/CLI.hpp"
+#include "broker/approve_command.h"
 #include "broker/audit/audit_command.h"
 #include "broker/control/ctl_command.h"
 #include "broker/doctor_command.h"
@@ -23,6 +24,7 @@ int main(int argc, char** argv) {
   airlock::broker::AddDoctorCommand(app, exit_code);
   airlock::broker::AddAuditCommand(app, exit_code);
   airlock::broker::AddCtlCommand(app, exit_code);
+  airlock::broker::AddApproveCommand(app, exit_code);
   airlock::worker::AddToolCommand(app, exit_code);
   airlock::worker::AddConfineCommand(app, exit_code);
   try {
