@@ -142,8 +142,10 @@ void RemoveHostScratchDirs() {
   host_scratch_dirs->clear();
 }
 
-absl::StatusOr<std::string> MakeHostScratch() {
-  std::string pattern = "/tmp/airlock-worker-XXXXXX";
+absl::StatusOr<std::string> MakeHostScratch(const std::vector<std::string>& environment) {
+  std::string base = Lookup(environment, "TMPDIR");
+  if (base.empty() || base[0] != '/') base = "/tmp";
+  std::string pattern = absl::StrCat(base, "/airlock-worker-XXXXXX");
   if (::mkdtemp(pattern.data()) == nullptr) return LastErrnoStatus("mkdtemp", pattern);
   std::lock_guard<std::mutex> lock(host_scratch_mutex);
   if (host_scratch_dirs == nullptr) {
@@ -347,8 +349,10 @@ void AddWorkerConfinementOptions(CLI::App* command, WorkerConfinementOptions* op
   command->add_option("--accept-weaker-worker", options->accept_weaker,
                       "Run the worker without LAYER (mount, landlock, seccomp) when this "
                       "machine cannot provide it (repeatable; default: refuse to start)")
+      ->allow_extra_args(false)  // one value per occurrence: `--` stays the command's
       ->check(CLI::IsMember({kLayerMount, kLayerLandlock, kLayerSeccomp}));
   command->add_option("--test-disable-worker-layer", options->test_disable)
+      ->allow_extra_args(false)
       ->check(CLI::IsMember({kLayerMount, kLayerLandlock, kLayerSeccomp}))
       ->group("");  // hidden: tests only
 }
@@ -401,7 +405,7 @@ absl::StatusOr<WorkerLaunch> LaunchConfinedWorker(const WorkerLaunchOptions& opt
 
   std::string scratch = kWorkerScratchDir;
   if (!plan.mount) {
-    AIRLOCK_ASSIGN_OR_RETURN(scratch, MakeHostScratch());
+    AIRLOCK_ASSIGN_OR_RETURN(scratch, MakeHostScratch(options.environment));
   }
   std::vector<std::string> environment = WorkerEnvironment(options);
   for (const char* name : {"TMPDIR=", "TMP=", "TEMP="}) {
