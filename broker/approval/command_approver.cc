@@ -12,6 +12,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "broker/approval/deadline.h"
 #include "broker/approval/prompt.h"
 #include "platform/base/errno_status.h"
 #include "platform/base/scoped_fd.h"
@@ -21,13 +22,6 @@ extern char** environ;
 
 namespace airlock::broker {
 namespace {
-
-int RemainingMillis(absl::Time deadline) {
-  const absl::Duration left = deadline - absl::Now();
-  if (left <= absl::ZeroDuration()) return 0;
-  const int64_t ms = absl::ToInt64Milliseconds(left) + 1;
-  return ms > 60 * 60 * 1000 ? 60 * 60 * 1000 : static_cast<int>(ms);
-}
 
 // write(2) to a pipe whose reader may be gone, without a SIGPIPE killing the broker when the
 // process does not ignore it: the signal is blocked in this thread and a pending one consumed.
@@ -113,7 +107,7 @@ Answer CommandApprover::Ask(const ApprovalRequest& request, absl::Duration timeo
   bool exited = false;
   std::string failure;
   while (!exited && failure.empty()) {
-    const int wait = RemainingMillis(deadline);
+    const int wait = PollTimeoutMillis(deadline);
     if (wait == 0) {
       failure = absl::StrCat("timeout after ", absl::FormatDuration(timeout),
                              " (the approver program was killed)");

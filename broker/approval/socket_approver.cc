@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "broker/approval/deadline.h"
 #include "broker/approval/prompt.h"
 #include "broker/approval/tty_approver.h"
 #include "google/protobuf/struct.pb.h"
@@ -69,13 +70,6 @@ absl::StatusOr<bool> PrepareDirectory(const std::string& dir) {
   return created;
 }
 
-int RemainingMillis(absl::Time deadline) {
-  const absl::Duration left = deadline - absl::Now();
-  if (left <= absl::ZeroDuration()) return 0;
-  const int64_t ms = absl::ToInt64Milliseconds(left) + 1;
-  return ms > 60 * 60 * 1000 ? 60 * 60 * 1000 : static_cast<int>(ms);
-}
-
 // Sends all of `data` before `deadline` without blocking past it or raising SIGPIPE.
 bool SendAllUntil(int fd, absl::string_view data, absl::Time deadline) {
   size_t sent = 0;
@@ -88,7 +82,7 @@ bool SendAllUntil(int fd, absl::string_view data, absl::Time deadline) {
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      const int wait = RemainingMillis(deadline);
+      const int wait = PollTimeoutMillis(deadline);
       if (wait == 0) return false;
       pollfd p{fd, POLLOUT, 0};
       if (::poll(&p, 1, wait) < 0 && errno != EINTR) return false;
@@ -165,7 +159,7 @@ Answer SocketApprover::Ask(const ApprovalRequest& request, absl::Duration timeou
   }
   const std::string line = RequestToJson(request) + "\n";
   for (;;) {
-    const int wait = RemainingMillis(deadline);
+    const int wait = PollTimeoutMillis(deadline);
     if (wait == 0) {
       return Answer::No(absl::StrCat("timeout: no approver client answered on ", socket_path_,
                                      " within ", absl::FormatDuration(timeout)));

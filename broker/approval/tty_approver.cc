@@ -9,6 +9,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "broker/approval/deadline.h"
 #include "broker/approval/prompt.h"
 #include "platform/base/errno_status.h"
 #include "platform/base/fd_io.h"
@@ -19,13 +20,6 @@ namespace {
 
 constexpr size_t kMaxAnswerBytes = 256;
 
-int RemainingMillis(absl::Time deadline) {
-  const absl::Duration left = deadline - absl::Now();
-  if (left <= absl::ZeroDuration()) return 0;
-  const int64_t ms = absl::ToInt64Milliseconds(left) + 1;
-  return ms > 60 * 60 * 1000 ? 60 * 60 * 1000 : static_cast<int>(ms);
-}
-
 std::chrono::system_clock::time_point ToChrono(absl::Time t) { return absl::ToChronoTime(t); }
 
 }  // namespace
@@ -33,7 +27,7 @@ std::chrono::system_clock::time_point ToChrono(absl::Time t) { return absl::ToCh
 absl::StatusOr<std::string> ReadLineUntil(int fd, absl::Time deadline, size_t max_bytes) {
   std::string line;
   for (;;) {
-    const int wait = RemainingMillis(deadline);
+    const int wait = PollTimeoutMillis(deadline);
     if (wait == 0) return absl::DeadlineExceededError("no answer before the timeout");
     pollfd p{fd, POLLIN, 0};
     const int ready = ::poll(&p, 1, wait);
