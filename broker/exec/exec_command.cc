@@ -129,6 +129,11 @@ void AddExecCommand(CLI::App& app, int& exit_code) {
   CLI::App* command =
       app.add_subcommand("exec", "Run one command in the shell sandbox (everything after --)");
   AddPolicyOptions(command, &options->policy);
+  // One value per occurrence: a repeatable option must not swallow the `--` that starts the
+  // command (CLI11 would then read the command's own options as ours).
+  for (const char* repeatable : {"--root", "--protect"}) {
+    command->get_option(repeatable)->allow_extra_args(false);
+  }
   command->add_option("--timeout", options->timeout_seconds,
                       "Kill the command's whole process tree after SECONDS (exit 124)")
       ->check(CLI::NonNegativeNumber);
