@@ -126,27 +126,30 @@ print("good", out.strip())
 }
 
 TEST_P(RunTest, KillingTheBrokerLeavesNoWorkerBehind) {
-  const std::string marker = absl::StrCat("airlock-orphan-marker-", ::getpid(), "-",
-                                          static_cast<int>(GetParam()));
-  // The worker records its pid, then sleeps; the test kills the broker with SIGKILL.
-  const std::string pid_file = home_.Child("worker.pid");
+  // The confined worker can neither write a pid file nor see host pids, so it is found by a
+  // marker that only its python3 carries verbatim (the shells build it from two pieces; the
+  // pgrep pattern does not match itself).
+  const std::string suffix = absl::StrCat("-marker-", ::getpid(), "-", static_cast<int>(GetParam()));
+  const std::string pattern = absl::StrCat("[a]irlock-orphan", suffix);
   RunOptions options = Options();
-  options.timeout_seconds = 5;
+  options.timeout_seconds = 20;
   const std::string binary = AirlockBinary(GetParam());
   // Run the broker in the background through a shell so the test can SIGKILL it.
   CommandResult result = RunCommand(
       {"/bin/sh", "-c",
        absl::StrCat(binary, " run --workspace ", workspace_.path(),
-                    " -- /bin/sh -c 'echo $$ > ", pid_file, "; exec sleep 300 # ", marker,
-                    "' & broker=$!; "
-                    "for i in $(seq 100); do [ -s ", pid_file, " ] && break; sleep 0.05; done; "
-                    "kill -KILL $broker; sleep 0.5; "
-                    "worker=$(cat ", pid_file, "); "
-                    // A killed worker may linger as a zombie until reaped: that is gone.
-                    "state=$(awk '/^State:/{print $2}' /proc/$worker/status 2>/dev/null); "
-                    "if [ -n \"$state\" ] && [ \"$state\" != Z ]; then echo worker-alive; "
-                    "kill -KILL $worker; else echo worker-gone; fi")},
+                    " -- /bin/sh -c 'm=airlock-orphan; exec python3 -c "
+                    "\"import time; time.sleep(300)\" \"$m", suffix, "\"' & broker=$!; "
+                    "for i in $(seq 200); do pgrep -f ", pattern,
+                    " >/dev/null && break; sleep 0.05; done; "
+                    "pgrep -f ", pattern, " >/dev/null && echo worker-started; "
+                    "kill -KILL $broker; "
+                    "for i in $(seq 100); do pgrep -f ", pattern,
+                    " >/dev/null || break; sleep 0.05; done; "
+                    "if pgrep -f ", pattern, " >/dev/null; then echo worker-alive; "
+                    "pgrep -f ", pattern, " | xargs -r kill -KILL; else echo worker-gone; fi")},
       options);
+  EXPECT_THAT(result.out, HasSubstr("worker-started")) << result;
   EXPECT_THAT(result.out, HasSubstr("worker-gone")) << result;
 }
 

@@ -497,6 +497,34 @@ TEST_P(FullConfinementTest, RefusesWhenALayerIsUnavailableUnlessAccepted) {
   EXPECT_THAT(result.out, HasSubstr("accepted=0")) << result;
 }
 
+// The whole worker tree dies with the broker (bwrap's parent-death signal and
+// --die-with-parent). The worker cannot report its pid to the host (it cannot write, and its
+// pids are the pid namespace's), so it is found by a unique marker in its command line.
+TEST_P(FullConfinementTest, WorkerTreeDiesWithTheBroker) {
+  const std::string suffix = absl::StrCat("-marker-", ::getpid(), "-", static_cast<int>(GetParam()));
+  // Only the worker's python3 has the marker verbatim in its command line: the shells build it
+  // from two pieces, and pgrep looks for it with a pattern that does not match itself.
+  const std::string pattern = absl::StrCat("[a]irlock-worker-tree", suffix);
+  RunOptions options = Options();
+  options.timeout_seconds = 20;
+  CommandResult result = RunCommand(
+      {"/bin/sh", "-c",
+       absl::StrCat(AirlockBinary(GetParam()), " run --workspace ", workspace_.path(),
+                    " -- /bin/sh -c 'm=airlock-worker-tree; sleep 300 & exec python3 -c "
+                    "\"import time; time.sleep(300)\" \"$m", suffix, "\"' & broker=$!; "
+                    "for i in $(seq 200); do pgrep -f ", pattern,
+                    " >/dev/null && break; sleep 0.05; done; "
+                    "pgrep -f ", pattern, " >/dev/null && echo worker-started; "
+                    "kill -KILL $broker; "
+                    "for i in $(seq 100); do pgrep -f ", pattern,
+                    " >/dev/null || break; sleep 0.05; done; "
+                    "if pgrep -f ", pattern, " >/dev/null; then echo worker-alive; "
+                    "pgrep -f ", pattern, " | xargs -r kill -KILL; else echo worker-gone; fi")},
+      options);
+  EXPECT_THAT(result.out, HasSubstr("worker-started")) << result;
+  EXPECT_THAT(result.out, HasSubstr("worker-gone")) << result;
+}
+
 INSTANTIATE_TEST_SUITE_P(Identities, FullConfinementTest, ::testing::ValuesIn(IdentitiesToTest()),
                          RunAsName);
 
