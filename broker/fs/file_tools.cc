@@ -15,6 +15,7 @@
 #include <mutex>
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "broker/fs/atomic_replace.h"
 #include "broker/fs/digest.h"
@@ -264,6 +265,21 @@ class FileToolsImpl final : public FileTools {
                                          CommitPermission permission) override {
     std::lock_guard<std::mutex> lock(mutation_mutex_);
     return CommitLocked(plan, permission);
+  }
+
+  absl::StatusOr<ClassifiedTarget> Classify(const std::string& requested_path) override {
+    AIRLOCK_RETURN_IF_ERROR(roots_.Verify());
+    AIRLOCK_ASSIGN_OR_RETURN(ResolvedPath resolved, Resolve(requested_path));
+    Target target{std::move(resolved), -1};
+    target.root = roots_.RootOf(target.canonical());
+    Classification c = ClassifyTarget(target);
+    ClassifiedTarget result;
+    result.canonical_path = target.canonical();
+    result.target_class = c.target_class;
+    result.rule = std::move(c.rule);
+    result.inside_roots = c.inside_roots;
+    result.exists = target.resolved.exists();
+    return result;
   }
 
  private:
@@ -565,6 +581,11 @@ class FileToolsImpl final : public FileTools {
 };
 
 }  // namespace
+
+absl::StatusOr<ClassifiedTarget> FileTools::Classify(const std::string& requested_path) {
+  return WireError(v1::INTERNAL, absl::StrCat("classify ", absl::CHexEscape(requested_path),
+                                              ": not supported by this implementation"));
+}
 
 absl::StatusOr<std::unique_ptr<FileTools>> FileTools::Create(FileToolsOptions options) {
   AIRLOCK_ASSIGN_OR_RETURN(WorkspaceRoots roots, WorkspaceRoots::Open(options.roots));

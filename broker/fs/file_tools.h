@@ -76,6 +76,15 @@ struct MutationPlan {
   std::vector<std::string> directories_to_create;  // missing parents, outermost first
 };
 
+// Where an untrusted path string lands and how the fences see it, without touching it.
+struct ClassifiedTarget {
+  std::string canonical_path;
+  TargetClass target_class = TargetClass::kInsideRoots;
+  std::string rule;
+  bool inside_roots = false;
+  bool exists = false;
+};
+
 class FileTools {
  public:
   static absl::StatusOr<std::unique_ptr<FileTools>> Create(FileToolsOptions options);
@@ -98,6 +107,12 @@ class FileTools {
   };
   virtual absl::StatusOr<v1::WriteResult> Commit(const MutationPlan& plan,
                                                  CommitPermission permission) = 0;
+
+  // Resolves and classifies a path as the file tools would (for the policy, a bash cwd, and
+  // the tool gateway's path-like arguments). Errors as Read's: INVALID_ARGUMENT for a bad
+  // path, SANDBOX_UNAVAILABLE when a root was replaced. The base version refuses (INTERNAL),
+  // so test doubles need not implement it.
+  virtual absl::StatusOr<ClassifiedTarget> Classify(const std::string& requested_path);
 };
 
 }  // namespace airlock::broker

@@ -508,6 +508,35 @@ TEST_P(FileToolsTest, AProtectEntryCoveringTheWorkspaceProtectsItWhole) {
   EXPECT_EQ(WireCodeOf(Write("anything", "x").status()), v1::PROTECTED_PATH);
 }
 
+TEST_P(FileToolsTest, ClassifySaysWhereAPathLandsAndHowTheFencesSeeIt) {
+  struct Case {
+    std::string requested;
+    TargetClass target_class;
+    std::string canonical;
+    std::string rule;
+    bool exists;
+  };
+  const Case cases[] = {
+      {"a.txt", TargetClass::kInsideRoots, "$B/ws/a.txt", "inside-roots:$B/ws", true},
+      {"dangling_in", TargetClass::kInsideRoots, "$B/ws/new_in.txt", "inside-roots:$B/ws", false},
+      {"link_out", TargetClass::kOutsideRoots, "$B/out/o.txt", "outside-roots", true},
+      {"hook_link", TargetClass::kProtected, "$B/ws/.git/hooks/pre-commit",
+       "protected:.git/hooks", true},
+      {"secret.txt", TargetClass::kProtected, "$B/ws/secret.txt", "protect:$B/ws/secret.txt",
+       true},
+      {"key_link", TargetClass::kBrokerSecret, "$B/home/audit.key", "broker-secret:$B/home", true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.requested);
+    AIRLOCK_ASSERT_OK_AND_ASSIGN(ClassifiedTarget target, files_->Classify(c.requested));
+    EXPECT_EQ(target.target_class, c.target_class);
+    EXPECT_EQ(target.canonical_path, Expand(c.canonical, base_.path()));
+    EXPECT_EQ(target.rule, Expand(c.rule, base_.path()));
+    EXPECT_EQ(target.exists, c.exists);
+  }
+  EXPECT_EQ(WireCodeOf(files_->Classify("loop1").status()), v1::INVALID_ARGUMENT);
+}
+
 // --- Plan / Commit -------------------------------------------------------------------------
 
 class PlanCommitTest : public FileToolsTest {
