@@ -204,7 +204,18 @@ std::vector<HiddenPath> HiddenPaths(const WorkerLaunchOptions& options,
     // The directory holds the workspace or a program the worker needs: mask its secrets only.
     for (const char* child : kSecretChildren) add(absl::StrCat(resolved, "/", child));
   }
-  return hidden;
+  // A path inside a masked directory is already hidden, and its mount point would not exist
+  // inside the empty tmpfs: drop it.
+  std::vector<HiddenPath> outermost;
+  for (const HiddenPath& candidate : hidden) {
+    bool covered = false;
+    for (const HiddenPath& other : hidden) {
+      covered |= other.directory && other.path != candidate.path &&
+                 IsAncestorOrSelf(other.path, candidate.path);
+    }
+    if (!covered) outermost.push_back(candidate);
+  }
+  return outermost;
 }
 
 struct LayerPlan {
