@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -401,6 +402,29 @@ std::vector<LayerReport> ProbeWorkerLayers() {
                      seccomp.ok() ? "seccomp filters (libseccomp) with errno actions"
                                   : std::string(seccomp.message())});
   return reports;
+}
+
+absl::StatusOr<std::string> ProbeWorkerLaunch() {
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
+    return LastErrnoStatus("socketpair");
+  }
+  ScopedFd broker_end(pair[0]);
+  ScopedFd worker_end(pair[1]);
+  WorkerLaunchOptions options;
+  options.argv = {"true"};
+  options.environment = {absl::StrCat("PATH=", kDefaultPath)};
+  options.connector_fd = worker_end.get();
+  options.session_id = "doctor";
+  options.working_directory = "/";
+  AIRLOCK_ASSIGN_OR_RETURN(WorkerLaunch launch, LaunchConfinedWorker(options));
+  worker_end.reset();
+  AIRLOCK_ASSIGN_OR_RETURN(ExitStatus status, WaitForExit(launch.pid));
+  if (status.ShellCode() != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("a confined `true` exited with ", status.ShellCode()));
+  }
+  return launch.summary;
 }
 
 absl::StatusOr<WorkerLaunch> LaunchConfinedWorker(const WorkerLaunchOptions& options) {

@@ -105,6 +105,10 @@ struct LayerReport {
 // Probes the three layers on this machine without starting anything lasting.
 std::vector<LayerReport> ProbeWorkerLayers();
 
+// Launches `true` as a fully confined worker (all three layers, no weakening) and waits for
+// it: the whole chain end to end. Returns the summary `__confine` confirmed, or why not.
+[[nodiscard]] absl::StatusOr<std::string> ProbeWorkerLaunch();
+
 // What a launch put in force, for the run's stderr line and the audit log.
 struct WorkerLaunch {
   pid_t pid = -1;
