@@ -9,7 +9,7 @@
 #include <cerrno>
 
 #include "absl/strings/str_cat.h"
-#include "broker/wire_error.h"
+#include "broker/fs/fs_errors.h"
 #include "platform/base/errno_status.h"
 #include "platform/base/fd_io.h"
 #include "platform/base/scoped_fd.h"
@@ -18,9 +18,7 @@ namespace airlock::broker {
 namespace {
 
 absl::Status Stale(absl::string_view what, absl::string_view why) {
-  return WireError(v1::APPROVAL_STALE,
-                   absl::StrCat("write ", what, " refused: ", why,
-                                " since it was checked; nothing was written"));
+  return broker::Stale("write", what, why);
 }
 
 std::string RandomTempName() {

@@ -20,7 +20,9 @@
 #include "broker/fs/atomic_replace.h"
 #include "broker/fs/digest.h"
 #include "broker/fs/fences.h"
+#include "broker/fs/fs_errors.h"
 #include "broker/fs/path_resolver.h"
+#include "broker/fs/regular_file.h"
 #include "broker/fs/temp_sweep.h"
 #include "broker/fs/text_edit.h"
 #include "broker/fs/workspace_roots.h"
@@ -36,107 +38,9 @@ namespace {
 // Mode of directories the broker creates for a write: like mkdir(1), 0755 less the umask.
 constexpr mode_t kNewDirectoryMode = 0755;
 
-absl::Status Refusal(v1::ErrorCode code, absl::string_view tool, absl::string_view canonical,
-                     absl::string_view what, absl::string_view rule) {
-  return WithRule(WireError(code, absl::StrCat(tool, " ", canonical, " refused: ", what,
-                                               " (rule ", rule, ")")),
-                  rule);
-}
-
 absl::Status SecretRefusal(absl::string_view tool, const std::string& canonical,
                            const Classification& c) {
   return Refusal(v1::PROTECTED_PATH, tool, canonical, "the broker's own storage", c.rule);
-}
-
-absl::Status Stale(absl::string_view tool, absl::string_view canonical, absl::string_view why) {
-  return WireError(v1::APPROVAL_STALE, absl::StrCat(tool, " ", canonical, " refused: ", why,
-                                                    " since it was checked; nothing was written"));
-}
-
-bool IsPathSwapErrno(int error) {
-  return error == ELOOP || error == EXDEV || error == ENOTDIR || error == ENOENT;
-}
-
-// A walk that fails because the path changed under it (a link or a moved directory appeared).
-absl::Status WalkFailure(const absl::Status& status, absl::string_view tool,
-                         absl::string_view canonical, bool mutation) {
-  const int error = ErrnoOf(status);
-  if (!IsPathSwapErrno(error)) return status;
-  if (mutation) return Stale(tool, canonical, "the path changed (a link or a moved directory)");
-  if (error == ENOENT) {
-    return WireError(v1::NOT_FOUND, absl::StrCat(tool, " ", canonical, ": no such file"));
-  }
-  return WireError(v1::INVALID_ARGUMENT,
-                   absl::StrCat(tool, " ", canonical,
-                                " refused: the path changed while it was opened (a link or a "
-                                "moved directory appeared)"));
-}
-
-const char* TypeName(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
-  if (S_ISLNK(mode)) return "a symbolic link";
-  return "not a regular file";
-}
-
-absl::Status NotRegular(absl::string_view tool, absl::string_view canonical, mode_t mode) {
-  return WireError(v1::INVALID_ARGUMENT, absl::StrCat(tool, " ", canonical, " refused: it is ",
-                                                      TypeName(mode),
-                                                      ", not a regular file"));
-}
-
-// An open regular file, checked before anything is read from it.
-struct OpenedFile {
-  ScopedFd fd;
-  struct stat st;
-};
-
-// Opens entry `name` of `dir_fd` for reading without blocking: the type is checked before the
-// open (a device is never opened) and again on the descriptor.
-absl::StatusOr<OpenedFile> OpenRegular(int dir_fd, const std::string& name, absl::string_view tool,
-                                       absl::string_view canonical, bool mutation) {
-  struct stat before;
-  if (::fstatat(dir_fd, name.c_str(), &before, AT_SYMLINK_NOFOLLOW) != 0) {
-    return WalkFailure(LastErrnoStatus("stat", canonical), tool, canonical, mutation);
-  }
-  if (!S_ISREG(before.st_mode)) {
-    if (mutation && S_ISLNK(before.st_mode)) {
-      return Stale(tool, canonical, "a symbolic link appeared at the target");
-    }
-    return NotRegular(tool, canonical, before.st_mode);
-  }
-  OpenedFile file;
-  file.fd.reset(::openat(dir_fd, name.c_str(),
-                         O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC));
-  if (!file.fd) return WalkFailure(LastErrnoStatus("open", canonical), tool, canonical, mutation);
-  if (::fstat(file.fd.get(), &file.st) != 0) return LastErrnoStatus("fstat", canonical);
-  if (!S_ISREG(file.st.st_mode) || file.st.st_ino != before.st_ino ||
-      file.st.st_dev != before.st_dev) {
-    if (mutation) return Stale(tool, canonical, "the target was replaced");
-    return NotRegular(tool, canonical, file.st.st_mode);
-  }
-  return file;
-}
-
-absl::Status TooLarge(absl::string_view tool, absl::string_view canonical, uint64_t size,
-                      uint64_t bound) {
-  return WireError(v1::TOO_LARGE, absl::StrCat(tool, " ", canonical, " refused: ", size,
-                                               " bytes is over the bound of ", bound, " bytes"));
-}
-
-// Reads a whole opened regular file, bounded.
-absl::StatusOr<std::string> ReadWhole(const OpenedFile& file, uint64_t bound,
-                                      absl::string_view tool, absl::string_view canonical) {
-  if (static_cast<uint64_t>(file.st.st_size) > bound) {
-    return TooLarge(tool, canonical, static_cast<uint64_t>(file.st.st_size), bound);
-  }
-  auto content = ReadToEnd(file.fd.get(), bound, canonical);
-  if (!content.ok() && content.status().code() == absl::StatusCode::kResourceExhausted) {
-    return TooLarge(tool, canonical, bound + 1, bound);
-  }
-  return content;
 }
 
 class FileToolsImpl final : public FileTools {
