@@ -1,10 +1,8 @@
 #include "broker/approval/ticket.h"
 
-#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/sha.h>
 
-#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "broker/wire_error.h"
 #include "google/protobuf/io/coded_stream.h"
@@ -43,14 +41,6 @@ std::string IdentityText(const FileIdentity& id) {
 std::string ArgumentsDigest(const google::protobuf::MessageLite& arguments) {
   arguments.ByteSizeLong();  // fills the cached sizes SerializeWithCachedSizes needs
   return Sha256Raw(Serialize(arguments));
-}
-
-std::string Sha256Hex(absl::string_view data) { return absl::BytesToHexString(Sha256Raw(data)); }
-
-bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
-  if (a.size() != b.size()) return false;
-  if (a.empty()) return true;
-  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
 ApprovalTicket ApprovalTicket::ForMutation(uint64_t request_id,

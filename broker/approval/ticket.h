@@ -13,18 +13,16 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "airlock/v1/wire.pb.h"
+#include "broker/fs/digest.h"
 #include "broker/fs/file_tools.h"
 #include "broker/policy/policy.h"
 #include "google/protobuf/message_lite.h"
 
 namespace airlock::broker {
 
-// SHA-256 (raw 32 bytes) of the message's deterministic serialization.
+// SHA-256 (raw 32 bytes) of the message's deterministic serialization. Digests are compared
+// with ConstantTimeEquals (broker/fs/digest.h, CRYPTO_memcmp).
 std::string ArgumentsDigest(const google::protobuf::MessageLite& arguments);
-// Hex SHA-256 of `data`.
-std::string Sha256Hex(absl::string_view data);
-// Constant-time equality (CRYPTO_memcmp); different lengths are unequal.
-bool ConstantTimeEquals(absl::string_view a, absl::string_view b);
 
 class ApprovalTicket {
  public:

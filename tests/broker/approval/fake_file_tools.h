@@ -34,14 +34,14 @@ class FakeFileTools final : public FileTools {
   }
 
   absl::StatusOr<MutationPlan> PlanWrite(const v1::WriteRequest& request) override {
-    MutationPlan plan = Classify("write", request.path());
+    MutationPlan plan = PlanFor("write", request.path());
     plan.new_content = request.content();
     plan.new_content_sha256 = Sha256Hex(plan.new_content);
     return plan;
   }
 
   absl::StatusOr<MutationPlan> PlanEdit(const v1::EditRequest& request) override {
-    MutationPlan plan = Classify("edit", request.path());
+    MutationPlan plan = PlanFor("edit", request.path());
     const size_t at = plan.old_content.find(request.old_string());
     if (at == std::string::npos) return absl::NotFoundError("old string not found");
     plan.new_content = plan.old_content;
@@ -79,7 +79,7 @@ class FakeFileTools final : public FileTools {
     return id;
   }
 
-  MutationPlan Classify(const std::string& tool, const std::string& path) {
+  MutationPlan PlanFor(const std::string& tool, const std::string& path) {
     MutationPlan plan;
     plan.tool = tool;
     plan.canonical_path = path;
