@@ -364,6 +364,14 @@ TEST_P(FullConfinementTest, InheritsOnlyStdioAndTheConnector) {
   EXPECT_THAT(result.out, HasSubstr("fds [0, 1, 2, 3] 3")) << result;
 }
 
+TEST_P(FullConfinementTest, AgentStartsWithDefaultSignalDispositions) {
+  // The broker ignores SIGPIPE; the agent must not inherit that (`yes | head` must work).
+  CommandResult result = RunWithBrokerPid("exec grep -E \"^Sig(Ign|Blk)\" /proc/self/status");
+  ASSERT_EQ(result.exit_code, 0) << result;
+  EXPECT_THAT(result.out, HasSubstr("SigBlk:\t0000000000000000")) << result;
+  EXPECT_THAT(result.out, HasSubstr("SigIgn:\t0000000000000000")) << result;
+}
+
 TEST_P(FullConfinementTest, CannotSignalTraceOrReadTheBroker) {
   workspace_.Write("broker.py", R"PY(
 import ctypes, errno, os, signal

@@ -1,6 +1,7 @@
 #include "worker/confine_command.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -43,6 +44,12 @@ absl::Status DropCapabilities() {
 }
 
 [[noreturn]] void ExecCommand(const std::vector<std::string>& command) {
+  // main() ignores SIGPIPE for the broker's sake; an ignored signal survives exec (and a
+  // shell cannot un-ignore it), so the agent gets the default back, and an empty mask.
+  ::signal(SIGPIPE, SIG_DFL);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
   std::vector<char*> argv;
   for (const std::string& arg : command) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
