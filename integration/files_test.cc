@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -19,16 +20,21 @@ using ::testing::HasSubstr;
 class FilesTest : public ::testing::TestWithParam<RunAs> {
  protected:
   // `airlock run --preset workspace-write --workspace W -- sh -c SCRIPT`, `airlock` on PATH.
-  CommandResult RunScript(const std::string& script) {
+  CommandResult RunScript(const std::string& script,
+                          const std::vector<std::string>& extra_options = {}) {
     const std::string binary = AirlockBinary(GetParam());
     RunOptions options;
     options.run_as = GetParam();
     options.env = {absl::StrCat("AIRLOCK_HOME=", home_.path()),
                    absl::StrCat("HOME=", home_.path()),
                    absl::StrCat("PATH=", binary.substr(0, binary.rfind('/')), ":/usr/bin:/bin")};
-    return RunAirlock({"run", "--preset", "workspace-write", "--workspace", workspace_.path(),
-                       "--", "/bin/sh", "-c", script},
-                      options);
+    // Extra options go first: a repeatable option right before "--" swallows the command
+    // (CLI11 vector options; reported to the policy-options owner).
+    std::vector<std::string> args = {"run"};
+    args.insert(args.end(), extra_options.begin(), extra_options.end());
+    args.insert(args.end(), {"--preset", "workspace-write", "--workspace", workspace_.path(),
+                             "--", "/bin/sh", "-c", script});
+    return RunAirlock(args, options);
   }
   std::string InWorkspace(const std::string& relative) const {
     return testing::ReadFileOrMissing(workspace_.Child(relative));
@@ -120,6 +126,33 @@ TEST_P(FilesTest, OutsideTheWorkspaceIsRefusedWithExit3EvenThroughALink) {
   EXPECT_THAT(result.out, HasSubstr("status=3"));
   EXPECT_EQ(testing::ReadFileOrMissing(outside_.Child("o.txt")), "outside");
   EXPECT_EQ(testing::ReadFileOrMissing(outside_.Child("new.txt")), "<missing>");
+}
+
+TEST_P(FilesTest, ReadsOutsideAreAllowedUnlessTheReadScopeIsTheWorkspace) {
+  outside_.Write("o.txt", "outside");
+  const std::string script =
+      absl::StrCat("airlock tool read ", outside_.Child("o.txt"), "; echo \"status=$?\"");
+  CommandResult open_scope = RunScript(script);
+  EXPECT_THAT(open_scope.out, HasSubstr("\"content\":\"outside\"")) << open_scope;
+  EXPECT_THAT(open_scope.out, HasSubstr("status=0"));
+  CommandResult confined = RunScript(script, {"--read-scope", "workspace"});
+  EXPECT_THAT(confined.out, HasSubstr("\"code\":\"OUTSIDE_SANDBOX\"")) << confined;
+  EXPECT_THAT(confined.out, HasSubstr("status=3"));
+}
+
+TEST_P(FilesTest, ProtectOptionFencesAPathInsideTheWorkspace) {
+  workspace_.Write("keys/k.pem", "key");
+  CommandResult result = RunScript(
+      "echo evil | airlock tool write keys/k.pem; echo \"status=$?\"; "
+      "echo evil | airlock tool write keys/new.pem; echo \"status=$?\"; "
+      "airlock tool read keys/k.pem",
+      {"--protect", workspace_.Child("keys")});
+  EXPECT_THAT(result.out, HasSubstr(absl::StrCat("(rule protect:", workspace_.Child("keys"), ")")))
+      << result;
+  EXPECT_THAT(result.out, ::testing::Not(HasSubstr("status=0")));
+  EXPECT_THAT(result.out, HasSubstr("\"content\":\"key\""));  // still readable
+  EXPECT_EQ(InWorkspace("keys/k.pem"), "key");
+  EXPECT_EQ(InWorkspace("keys/new.pem"), "<missing>");
 }
 
 TEST_P(FilesTest, HostilePathsAreInvalid) {
