@@ -209,6 +209,11 @@ absl::StatusOr<AuditKey> ReadAuditKeyFile(const std::string& path) {
 }
 
 absl::StatusOr<AuditKey> LoadOrCreateAuditKey(const AuditKeyOptions& options) {
+  if (options.create_default) {
+    // The broker: whatever the caller read, no child may inherit the key from our environment
+    // (the worker's environment is copied from it).
+    ::unsetenv(kAuditKeyEnvironmentVariable);
+  }
   if (!options.key_file.empty()) return ReadAuditKeyFile(options.key_file);
   if (options.env_key.has_value()) {
     AIRLOCK_ASSIGN_OR_RETURN(SecretBytes master,

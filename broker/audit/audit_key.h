@@ -51,6 +51,8 @@ struct AuditKeyOptions {
 std::optional<std::string> TakeAuditKeyFromEnvironment();
 
 // Applies the order above. The broker calls this once at start; a refusal stops the start.
+// With create_default (the broker), it also removes AIRLOCK_AUDIT_KEY from this process's
+// environment, so nothing launched later inherits the key.
 [[nodiscard]] absl::StatusOr<AuditKey> LoadOrCreateAuditKey(const AuditKeyOptions& options);
 
 // Reads a key file with the checks of source 1.

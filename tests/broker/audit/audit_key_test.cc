@@ -120,6 +120,25 @@ TEST(AuditKeyTest, EnvironmentKeyIsTakenOutOfTheEnvironment) {
   EXPECT_NE(::stat(DefaultAuditKeyPath(options.airlock_home).c_str(), &st), 0);
 }
 
+TEST(AuditKeyTest, TheBrokerEntryPointScrubsTheEnvironment) {
+  // A caller that only getenv()s the key must not leave it for the worker to inherit.
+  ASSERT_EQ(::setenv(kAuditKeyEnvironmentVariable, kHexKey, 1), 0);
+  TempDir dir;
+  AuditKeyOptions options;
+  options.env_key = std::string(std::getenv(kAuditKeyEnvironmentVariable));
+  options.airlock_home = dir.Child("home");
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(AuditKey key, LoadOrCreateAuditKey(options));
+  EXPECT_EQ(key.master.size(), 32u);
+  EXPECT_EQ(std::getenv(kAuditKeyEnvironmentVariable), nullptr);
+
+  // The verifier leaves the environment alone.
+  ASSERT_EQ(::setenv(kAuditKeyEnvironmentVariable, kHexKey, 1), 0);
+  options.create_default = false;
+  EXPECT_THAT(LoadOrCreateAuditKey(options), ::airlock::testing::IsOk());
+  EXPECT_NE(std::getenv(kAuditKeyEnvironmentVariable), nullptr);
+  ::unsetenv(kAuditKeyEnvironmentVariable);
+}
+
 TEST(AuditKeyTest, DefaultKeyIsCreatedPrivateAndReused) {
   TempDir dir;
   AuditKeyOptions options;
