@@ -122,9 +122,9 @@ PolicyBuilder& PolicyBuilder::SetModeName(absl::string_view name) {
 }
 
 PolicyBuilder& PolicyBuilder::SetEditTools(absl::string_view comma_separated) {
-  if (failed()) return *this;
+  if (failed() || comma_separated.empty()) return *this;
   std::vector<std::string> tools;
-  if (!comma_separated.empty()) {
+  {
     for (absl::string_view raw : absl::StrSplit(comma_separated, ',')) {
       absl::string_view tool = absl::StripAsciiWhitespace(raw);
       if (tool.empty() || tool.size() > kMaxToolName) {
@@ -154,7 +154,7 @@ PolicyBuilder& PolicyBuilder::SetOutsideWorkspace(OutsideWorkspace rule) {
 }
 
 PolicyBuilder& PolicyBuilder::SetOutsideWorkspaceName(absl::string_view name) {
-  if (failed()) return *this;
+  if (failed() || name.empty()) return *this;
   if (name == "deny") return SetOutsideWorkspace(OutsideWorkspace::kDeny);
   if (name == "ask") return SetOutsideWorkspace(OutsideWorkspace::kAsk);
   SetError(absl::InvalidArgumentError(
@@ -190,7 +190,7 @@ PolicyBuilder& PolicyBuilder::SetReadScope(ReadScope scope) {
 }
 
 PolicyBuilder& PolicyBuilder::SetReadScopeName(absl::string_view name) {
-  if (failed()) return *this;
+  if (failed() || name.empty()) return *this;
   if (name == "any") return SetReadScope(ReadScope::kAny);
   if (name == "workspace") return SetReadScope(ReadScope::kWorkspace);
   SetError(absl::InvalidArgumentError(
@@ -200,6 +200,16 @@ PolicyBuilder& PolicyBuilder::SetReadScopeName(absl::string_view name) {
 
 PolicyBuilder& PolicyBuilder::AllowUnixSockets(bool allow) {
   if (!failed()) policy_.allow_unix_sockets_ = allow;
+  return *this;
+}
+
+PolicyBuilder& PolicyBuilder::ApplyOptions(const PolicyOptions& options) {
+  SetPresetName(options.preset);
+  if (!options.mode.empty()) SetModeName(options.mode);
+  SetEditTools(options.edit_tools);
+  SetOutsideWorkspaceName(options.outside_workspace);
+  SetReadScopeName(options.read_scope);
+  if (options.allow_unix_sockets) AllowUnixSockets(true);
   return *this;
 }
 

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "airlock/v1/wire.pb.h"
+#include "broker/policy_options.h"
 
 namespace airlock::broker {
 
@@ -83,16 +84,22 @@ class PolicyBuilder {
   PolicyBuilder& SetPresetName(absl::string_view name);  // empty: keep the current preset
   PolicyBuilder& SetMode(v1::Mode mode);
   PolicyBuilder& SetModeName(absl::string_view name);  // empty: the preset's default
-  // "write,edit": comma-separated tool names; empty entries are an error.
+  // "write,edit": comma-separated tool names; empty entries are an error, an empty string
+  // keeps the current list (the option was not given).
   PolicyBuilder& SetEditTools(absl::string_view comma_separated);
   PolicyBuilder& SetOutsideWorkspace(OutsideWorkspace rule);
-  PolicyBuilder& SetOutsideWorkspaceName(absl::string_view name);  // deny | ask
+  PolicyBuilder& SetOutsideWorkspaceName(absl::string_view name);  // deny | ask; empty: keep
   // Canonical absolute paths (the caller resolves them); the first root is the workspace.
   PolicyBuilder& AddRoot(absl::string_view canonical_dir);
   PolicyBuilder& AddProtectedPath(absl::string_view path);
   PolicyBuilder& SetReadScope(ReadScope scope);
-  PolicyBuilder& SetReadScopeName(absl::string_view name);  // workspace | any
+  PolicyBuilder& SetReadScopeName(absl::string_view name);  // workspace | any; empty: keep
   PolicyBuilder& AllowUnixSockets(bool allow);
+
+  // The command line's --preset, --mode, --edit-tools, --outside-workspace, --read-scope and
+  // --allow-unix-sockets (empty strings: not given, keep). Roots and --protect paths are not
+  // taken from here: the caller canonicalizes them and calls AddRoot / AddProtectedPath.
+  PolicyBuilder& ApplyOptions(const PolicyOptions& options);
 
   // The policy, or the first error. At least one root is required.
   [[nodiscard]] absl::StatusOr<Policy> Build() const;

@@ -129,6 +129,35 @@ TEST(PolicyBuilderTest, AChangeMakesANewPolicyWithAHigherEpoch) {
   EXPECT_EQ(changed.mode(), v1::MODE_DEFAULT);  // an explicit mode stays
 }
 
+TEST(PolicyBuilderTest, ApplyOptionsTakesWhatWasGivenAndKeepsTheRest) {
+  PolicyOptions options;
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(Policy defaults,
+                               PolicyBuilder().ApplyOptions(options).AddRoot("/w").Build());
+  EXPECT_EQ(defaults.preset(), v1::PRESET_READ_ONLY);
+  EXPECT_EQ(defaults.mode(), v1::MODE_ON_REQUEST);
+  EXPECT_THAT(defaults.edit_tools(), ElementsAre("write", "edit"));
+  EXPECT_EQ(defaults.outside_workspace(), OutsideWorkspace::kDeny);
+  EXPECT_EQ(defaults.read_scope(), ReadScope::kAny);
+
+  options.preset = "danger-full-access";
+  options.edit_tools = "fmt";
+  options.outside_workspace = "ask";
+  options.read_scope = "workspace";
+  options.allow_unix_sockets = true;
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(Policy given,
+                               PolicyBuilder().ApplyOptions(options).AddRoot("/w").Build());
+  EXPECT_EQ(given.preset(), v1::PRESET_DANGER_FULL_ACCESS);
+  EXPECT_EQ(given.mode(), v1::MODE_NEVER);
+  EXPECT_THAT(given.edit_tools(), ElementsAre("fmt"));
+  EXPECT_EQ(given.outside_workspace(), OutsideWorkspace::kAsk);
+  EXPECT_EQ(given.read_scope(), ReadScope::kWorkspace);
+  EXPECT_TRUE(given.allow_unix_sockets());
+
+  options.mode = "sometimes";
+  EXPECT_THAT(PolicyBuilder().ApplyOptions(options).AddRoot("/w").Build(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("sometimes")));
+}
+
 TEST(PolicyNamesTest, ParseEveryName) {
   EXPECT_THAT(ParsePresetName("read-only"), IsOk());
   EXPECT_EQ(*ParsePresetName("workspace-write"), v1::PRESET_WORKSPACE_WRITE);
