@@ -46,6 +46,25 @@ class TtyApproverTest : public ::testing::Test {
     return output_;
   }
 
+  // Reads until `count` questions are on screen or `wait` passes; returns how many are.
+  int WaitForPrompts(int count, absl::Duration wait) {
+    const absl::Time deadline = absl::Now() + wait;
+    for (;;) {
+      int prompts = 0;
+      for (size_t at = output_.find("[y/N]"); at != std::string::npos;
+           at = output_.find("[y/N]", at + 1)) {
+        ++prompts;
+      }
+      if (prompts >= count || absl::Now() >= deadline) return prompts;
+      pollfd p{master_.get(), POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      char buffer[4096];
+      const ssize_t n = ::read(master_.get(), buffer, sizeof(buffer));
+      if (n <= 0) return prompts;
+      output_.append(buffer, static_cast<size_t>(n));
+    }
+  }
+
   void Type(absl::string_view keys) {
     ASSERT_EQ(::write(master_.get(), keys.data(), keys.size()),
               static_cast<ssize_t>(keys.size()));
@@ -144,6 +163,23 @@ TEST_F(TtyApproverTest, AnsiEscapesInTheFileNameAreShownEscaped) {
   EXPECT_EQ(output_.find("\xe2\x80\xae"), std::string::npos);
   EXPECT_THAT(output_, HasSubstr("/w/\\x1b[2J\\x1b[1;1Hsafe.txt\\x1b]0;title\\x07\\u{202e}"));
   EXPECT_THAT(output_, HasSubstr("+\\x1b[31mred"));
+}
+
+TEST_F(TtyApproverTest, PromptsAreSerialized) {
+  TtyApprover approver(slave_path_);
+  Answer first, second;
+  std::thread a([&] { first = approver.Ask(Request(), absl::Seconds(20)); });
+  WaitForPrompts(1, absl::Seconds(10));
+  std::thread b([&] { second = approver.Ask(Request(), absl::Seconds(20)); });
+  // The second caller waits for the terminal: no second prompt while the first is open.
+  EXPECT_EQ(WaitForPrompts(2, absl::Milliseconds(500)), 1);
+  Type("y\n");
+  a.join();
+  EXPECT_EQ(WaitForPrompts(2, absl::Seconds(10)), 2);
+  Type("n\n");
+  b.join();
+  EXPECT_TRUE(first.approved);
+  EXPECT_FALSE(second.approved);
 }
 
 TEST_F(TtyApproverTest, NoTerminalDenies) {
