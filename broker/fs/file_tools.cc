@@ -435,6 +435,13 @@ class FileToolsImpl final : public FileTools {
     // The broker's storage is never planned: not even its content may reach a diff.
     if (c.target_class == TargetClass::kBrokerSecret) return SecretRefusal(tool, canonical, c);
     if (fences != nullptr) AIRLOCK_RETURN_IF_ERROR(CheckFences(tool, canonical, c, *fences));
+    // An edit reads the target, and its errors ("occurs 2 times") would tell the worker about
+    // a file it may not read.
+    if (needs_existing && !c.inside_roots && options_.reads_confined_to_roots) {
+      return Refusal(v1::OUTSIDE_SANDBOX, tool, canonical,
+                     "outside every root (reads are confined to the roots)",
+                     "read-scope:workspace");
+    }
     const std::vector<std::string>& components = target.resolved.components;
     if (target.resolved.trailing_slash || components.empty()) {
       return WireError(v1::INVALID_ARGUMENT,
@@ -497,10 +504,8 @@ absl::StatusOr<std::unique_ptr<FileTools>> FileTools::Create(FileToolsOptions op
       Fences fences,
       Fences::Create(options.protected_paths, options.broker_secret_paths, roots.workspace()));
   if (options.sweep_temporary_files) {
-    for (const std::string& root : roots.paths()) {
-      ScopedFd fd(::open(root.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (!fd) return LastErrnoStatus("open", root);
-      AIRLOCK_ASSIGN_OR_RETURN(SweepReport report, SweepTemporaryFiles(fd.get()));
+    for (size_t i = 0; i < roots.paths().size(); ++i) {
+      AIRLOCK_ASSIGN_OR_RETURN(SweepReport report, SweepTemporaryFiles(roots.fd(i)));
       (void)report;
     }
   }

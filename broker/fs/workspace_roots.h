@@ -32,6 +32,8 @@ class WorkspaceRoots {
 
   const std::string& workspace() const { return roots_.front().path; }
   const std::vector<std::string>& paths() const { return paths_; }
+  // The O_PATH descriptor of root `index` (as in paths()).
+  int fd(size_t index) const { return roots_[index].fd.get(); }
 
   // The root containing `canonical` (the innermost one), or -1.
   int RootOf(const std::string& canonical) const;

@@ -289,6 +289,14 @@ TEST_P(FileToolsTest, ReadsOutsideTheRootsAreAllowedUnlessConfined) {
   EXPECT_THAT(std::string(confined.status().message()), HasSubstr(out_ + "/o.txt"));
   EXPECT_EQ(WireCodeOf(List("$B/out").status()), v1::OUTSIDE_SANDBOX);
   EXPECT_THAT(Read("a.txt"), testing::IsOk());
+  // An edit's match count would reveal an unreadable file's content: refused before reading.
+  v1::EditRequest edit;
+  edit.set_path("link_out");
+  edit.set_old_string("outside");
+  edit.set_new_string("x");
+  auto plan = files_->PlanEdit(edit);
+  EXPECT_EQ(WireCodeOf(plan.status()), v1::OUTSIDE_SANDBOX);
+  EXPECT_EQ(RuleOf(plan.status()), "read-scope:workspace");
 }
 
 TEST_P(FileToolsTest, ReadHonoursOffsetAndLimit) {
