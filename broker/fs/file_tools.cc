@@ -56,8 +56,10 @@ class FileToolsImpl final : public FileTools {
     }
     const size_t count = target.resolved.components.size();
     AIRLOCK_ASSIGN_OR_RETURN(ScopedFd dir, OpenDirectory(target, count - 1, O_PATH, "read", false));
-    AIRLOCK_ASSIGN_OR_RETURN(OpenedFile file, OpenRegular(dir.get(), target.resolved.components.back(),
-                                                          "read", target.canonical(), false));
+    AIRLOCK_ASSIGN_OR_RETURN(
+        OpenedFile file,
+        OpenRegular(dir.get(), target.resolved.components.back(), "read", target.canonical(),
+                    false));
     const uint64_t size = static_cast<uint64_t>(file.st.st_size);
     const uint64_t offset = std::min<uint64_t>(request.offset(), size);
     if (request.limit() == 0 && size - offset > options_.max_file_bytes) {

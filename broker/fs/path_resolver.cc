@@ -116,7 +116,8 @@ absl::StatusOr<ResolvedPath> ResolvePath(absl::string_view requested_path, absl:
         continue;
       }
       if (error == ENOTDIR) {
-        return Invalid(requested_path, absl::StrCat("a parent of ", current, " is not a directory"));
+        return Invalid(requested_path,
+                       absl::StrCat("a parent of ", current, " is not a directory"));
       }
       return ErrnoToStatus(error, "resolve", current);
     }
