@@ -1,5 +1,6 @@
 #include "broker/approval/authorize.h"
 
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -12,10 +13,20 @@ namespace airlock::broker {
 
 absl::StatusOr<Authorization> Authorize(const Policy& policy, const ToolCall& call,
                                         ApprovalRequest request, Approver& approver,
-                                        absl::Duration timeout) {
+                                        absl::Duration timeout, const GateObserver& observer) {
   Authorization result;
   result.decision = Decide(policy, call);
   const Decision& decision = result.decision;
+  GateEvent event;
+  event.request_id = request.request_id;
+  event.tool = call.tool;
+  event.target = call.target;
+  event.content_sha256 = request.content_sha256;
+  event.decision = &decision;
+  if (observer) {
+    event.kind = GateEvent::Kind::kDecided;
+    AIRLOCK_RETURN_IF_ERROR(observer(event));
+  }
   switch (decision.verdict) {
     case Verdict::kRefuse:
       return RefusalStatus(policy, call, decision.code, decision.rule, decision.reason);
@@ -32,6 +43,11 @@ absl::StatusOr<Authorization> Authorize(const Policy& policy, const ToolCall& ca
   if (request.justification.empty()) request.justification = call.justification;
   result.answer = approver.Ask(request, timeout);
   result.asked = true;
+  if (observer) {
+    event.kind = GateEvent::Kind::kAnswered;
+    event.answer = &result.answer;
+    AIRLOCK_RETURN_IF_ERROR(observer(event));
+  }
   if (!result.answer.approved) {
     return RefusalStatus(policy, call, v1::NOT_APPROVED, decision.rule,
                          absl::StrCat(decision.reason, ", and the approver said no (",
@@ -63,32 +79,45 @@ absl::StatusOr<std::pair<MutationPlan, v1::WriteResult>> ApprovalGate::Mutate(
   AIRLOCK_ASSIGN_OR_RETURN(MutationPlan plan, (files_.*plan_fn)(request));
   const ToolCall call =
       ToolCall::Mutation(plan, request.sandbox_permissions(), request.justification());
-  // Decide first; a ticket is bound only when something is asked.
-  const Decision decision = Decide(policy, call);
-  if (decision.verdict == Verdict::kRefuse) {
-    return RefusalStatus(policy, call, decision.code, decision.rule, decision.reason);
+  // Only a call that will be asked pays for the diff and the ticket (Decide is pure and cheap;
+  // Authorize decides again on the same inputs). The ticket binds the plan as shown.
+  std::optional<ApprovalTicket> ticket;
+  ApprovalRequest shown;
+  shown.request_id = request_id;
+  shown.content_sha256 = plan.new_content_sha256;
+  if (Decide(policy, call).verdict == Verdict::kAsk) {
+    ticket.emplace(ApprovalTicket::ForMutation(request_id, request, plan, policy));
+    shown = ApprovalRequestForPlan(request_id, plan, request.justification());
   }
-  if (decision.verdict == Verdict::kRun) {
-    AIRLOCK_ASSIGN_OR_RETURN(
-        v1::WriteResult written,
-        files_.Commit(plan, {decision.allow_outside, decision.allow_protected}));
-    return std::make_pair(std::move(plan), std::move(written));
-  }
-  ApprovalTicket ticket = ApprovalTicket::ForMutation(request_id, request, plan, policy);
   AIRLOCK_ASSIGN_OR_RETURN(
       Authorization authorization,
-      Authorize(policy, call, ApprovalRequestForPlan(request_id, plan, request.justification()),
-                approver_, timeout_));
-  // Re-resolve and re-check everything the approval bound, under the policy in force now.
-  const Policy now = current_policy_();
-  AIRLOCK_ASSIGN_OR_RETURN(MutationPlan fresh, (files_.*plan_fn)(request));
-  AIRLOCK_RETURN_IF_ERROR(ticket.RedeemMutation(request_id, request, fresh, now));
-  // The same epoch means the same policy, so the decision still stands; Commit re-checks the
-  // fresh plan's identities once more under the mutation lock.
-  AIRLOCK_ASSIGN_OR_RETURN(v1::WriteResult written,
-                           files_.Commit(fresh, {authorization.decision.allow_outside,
-                                                 authorization.decision.allow_protected}));
-  return std::make_pair(std::move(fresh), std::move(written));
+      Authorize(policy, call, std::move(shown), approver_, timeout_, observer_));
+  const FileTools::CommitPermission permission{authorization.decision.allow_outside,
+                                               authorization.decision.allow_protected};
+  if (authorization.asked) {
+    if (!ticket.has_value()) {
+      return WireError(v1::INTERNAL, "an approval was asked without a ticket; nothing written");
+    }
+    // Re-resolve and re-check everything the approval bound, under the policy in force now.
+    // The same epoch means the same policy, so the decision still stands.
+    const Policy now = current_policy_();
+    AIRLOCK_ASSIGN_OR_RETURN(MutationPlan fresh, (files_.*plan_fn)(request));
+    AIRLOCK_RETURN_IF_ERROR(ticket->RedeemMutation(request_id, request, fresh, now));
+    plan = std::move(fresh);
+  }
+  if (observer_) {
+    GateEvent event;
+    event.kind = GateEvent::Kind::kCommitting;
+    event.request_id = request_id;
+    event.tool = plan.tool;
+    event.target = plan.canonical_path;
+    event.content_sha256 = plan.new_content_sha256;
+    event.decision = &authorization.decision;
+    AIRLOCK_RETURN_IF_ERROR(observer_(event));
+  }
+  // Commit re-checks the plan's identities once more under the mutation lock.
+  AIRLOCK_ASSIGN_OR_RETURN(v1::WriteResult written, files_.Commit(plan, permission));
+  return std::make_pair(std::move(plan), std::move(written));
 }
 
 absl::StatusOr<v1::WriteResult> ApprovalGate::Write(uint64_t request_id,
@@ -120,7 +149,8 @@ absl::StatusOr<ApprovalGate::BashPermit> ApprovalGate::AuthorizeBash(
   shown.justification = request.justification();
   ApprovalTicket ticket = ApprovalTicket::ForBash(request_id, request, canonical_cwd, policy);
   AIRLOCK_ASSIGN_OR_RETURN(Authorization authorization,
-                           Authorize(policy, call, std::move(shown), approver_, timeout_));
+                           Authorize(policy, call, std::move(shown), approver_, timeout_,
+                                     observer_));
   if (authorization.asked) {
     AIRLOCK_RETURN_IF_ERROR(ticket.RedeemBash(request_id, request, canonical_cwd,
                                               current_policy_()));

@@ -18,6 +18,26 @@
 
 namespace airlock::broker {
 
+// What the authorization path reports as it goes, for the audit log (SPEC §9: every decision
+// with its rule, every approval asked and answered, a record of intent before a mutation).
+struct GateEvent {
+  enum class Kind {
+    kDecided,     // the policy's verdict (decision set)
+    kAnswered,    // the approver's answer (answer set)
+    kCommitting,  // about to perform a file mutation (plan's target and digest set)
+  };
+  Kind kind = Kind::kDecided;
+  uint64_t request_id = 0;
+  std::string tool;
+  std::string target;          // canonical path, or the command for bash
+  std::string content_sha256;  // resulting content (file tools)
+  const Decision* decision = nullptr;
+  const Answer* answer = nullptr;
+};
+// A non-OK status from the observer refuses the call at that point (an audit log that cannot
+// be written stops the action; nothing is performed unlogged).
+using GateObserver = std::function<absl::Status(const GateEvent&)>;
+
 struct Authorization {
   Decision decision;
   bool asked = false;  // the approver was consulted (and said yes)
@@ -32,7 +52,8 @@ struct Authorization {
 [[nodiscard]] absl::StatusOr<Authorization> Authorize(const Policy& policy, const ToolCall& call,
                                                       ApprovalRequest request,
                                                       Approver& approver,
-                                                      absl::Duration timeout);
+                                                      absl::Duration timeout,
+                                                      const GateObserver& observer = nullptr);
 
 // The request an approver sees for a planned write or edit (target, diff, digests).
 ApprovalRequest ApprovalRequestForPlan(uint64_t request_id, const MutationPlan& plan,
@@ -52,6 +73,9 @@ class ApprovalGate {
         approver_(approver),
         timeout_(timeout),
         current_policy_(std::move(current_policy)) {}
+
+  // Called at each step (see GateEvent); optional.
+  void set_observer(GateObserver observer) { observer_ = std::move(observer); }
 
   [[nodiscard]] absl::StatusOr<v1::WriteResult> Write(uint64_t request_id,
                                                       const v1::WriteRequest& request);
@@ -77,6 +101,7 @@ class ApprovalGate {
   Approver& approver_;
   absl::Duration timeout_;
   std::function<Policy()> current_policy_;
+  GateObserver observer_;
 };
 
 }  // namespace airlock::broker

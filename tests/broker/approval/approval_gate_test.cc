@@ -5,6 +5,10 @@
 
 #include <cstdio>
 #include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
 
 #include "broker/approval/authorize.h"
 #include "broker/wire_error.h"
@@ -206,6 +210,46 @@ TEST_F(ApprovalGateTest, FencesRefuseBeforeAsking) {
   EXPECT_EQ(WireCodeOf(gate->Write(1, with_permissions).status()), v1::INVALID_ARGUMENT);
   EXPECT_EQ(approver.calls(), 0);
   EXPECT_EQ(files_->commits(), 0);
+}
+
+TEST_F(ApprovalGateTest, ObserverSeesDecisionAnswerAndIntentInOrder) {
+  FakeApprover approver(true);
+  auto gate = Gate(approver);
+  std::vector<std::string> events;
+  gate->set_observer([&events](const GateEvent& event) {
+    switch (event.kind) {
+      case GateEvent::Kind::kDecided:
+        events.push_back(absl::StrCat("decided ", VerdictName(event.decision->verdict), " ",
+                                      event.decision->rule, " ", event.target));
+        break;
+      case GateEvent::Kind::kAnswered:
+        events.push_back(absl::StrCat("answered ", event.answer->approved ? "yes" : "no"));
+        break;
+      case GateEvent::Kind::kCommitting:
+        events.push_back(absl::StrCat("committing ", event.content_sha256));
+        break;
+    }
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(gate->Write(1, WriteRequest(target(), "new\n")).ok());
+  EXPECT_THAT(events, ::testing::ElementsAre(
+                          absl::StrCat("decided ask read-only:write-out-of-authority ", target()),
+                          "answered yes", absl::StrCat("committing ", Sha256Hex("new\n"))));
+}
+
+TEST_F(ApprovalGateTest, AnObserverThatCannotRecordStopsTheWrite) {
+  SetPolicy(v1::PRESET_WORKSPACE_WRITE, 1);
+  FakeApprover approver(true);
+  auto gate = Gate(approver);
+  gate->set_observer([](const GateEvent& event) {
+    return event.kind == GateEvent::Kind::kCommitting
+               ? absl::UnavailableError("audit log: no space left on device")
+               : absl::OkStatus();
+  });
+  absl::StatusOr<v1::WriteResult> result = gate->Write(1, WriteRequest(target(), "new\n"));
+  EXPECT_THAT(result.status().message(), HasSubstr("no space left"));
+  EXPECT_EQ(files_->commits(), 0);
+  EXPECT_EQ(ReadFileOrMissing(target()), "old line\n");
 }
 
 TEST_F(ApprovalGateTest, BashEscalationIsBoundToTheEpoch) {
