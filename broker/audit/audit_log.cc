@@ -77,9 +77,19 @@ AuditLog::AuditLog(std::string path, std::string session, ScopedFd fd, AuditLogO
       user_name_(UserName(uid_)) {}
 
 absl::StatusOr<std::unique_ptr<AuditLog>> AuditLog::Open(const std::string& path,
-                                                          const AuditKey& key,
+                                                          AuditKey& key,
                                                           absl::string_view session,
                                                           AuditLogOptions options) {
+  absl::StatusOr<std::unique_ptr<AuditLog>> log = OpenWithMaster(path, key, session,
+                                                                 std::move(options));
+  key.master.Wipe();
+  return log;
+}
+
+absl::StatusOr<std::unique_ptr<AuditLog>> AuditLog::OpenWithMaster(const std::string& path,
+                                                                    const AuditKey& key,
+                                                                    absl::string_view session,
+                                                                    AuditLogOptions options) {
   if (!IsValidSessionId(session)) {
     return absl::InvalidArgumentError("audit log: invalid session id");
   }

@@ -62,9 +62,18 @@ class AuditLog {
   // Opens or creates `path` (0600, O_NOFOLLOW; an existing log must be a regular file owned by
   // the effective user and inaccessible to others). Takes an exclusive lock: a second broker
   // on the same log is refused.
+  //
+  // Consumes the master key: key.master is wiped before Open returns (success or not), so the
+  // broker keeps only the current epoch's key — otherwise whoever took over the broker later
+  // could forge every record. key.path and key.source stay.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<AuditLog>> Open(
-      const std::string& path, const AuditKey& key, absl::string_view session,
+      const std::string& path, AuditKey& key, absl::string_view session,
       AuditLogOptions options = {});
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<AuditLog>> Open(
+      const std::string& path, AuditKey&& key, absl::string_view session,
+      AuditLogOptions options = {}) {
+    return Open(path, key, session, std::move(options));
+  }
 
   // Stops the epoch timer and closes the file. Does not seal: a log without a seal is how a
   // crash shows, and the next Open explains it.
@@ -95,6 +104,10 @@ class AuditLog {
 
  private:
   AuditLog(std::string path, std::string session, ScopedFd fd, AuditLogOptions options);
+  static absl::StatusOr<std::unique_ptr<AuditLog>> OpenWithMaster(const std::string& path,
+                                                                  const AuditKey& key,
+                                                                  absl::string_view session,
+                                                                  AuditLogOptions options);
 
   absl::Status InitializeFromFile(const AuditKey& key);
   // Builds, signs and writes one line. `fields` are `,"k":v…` after the event name.

@@ -48,6 +48,15 @@ AuditKey TestKey(char fill = 'k') {
   return key;
 }
 
+// Open consumes the master key it is given; tests keep theirs for verifying.
+AuditKey Copy(const AuditKey& key) {
+  AuditKey copy;
+  copy.master = key.master.Clone();
+  copy.source = key.source;
+  copy.path = key.path;
+  return copy;
+}
+
 AuditLogOptions SmallEpochs(uint64_t records) {
   AuditLogOptions options;
   options.epoch_max_records = records;
@@ -78,7 +87,7 @@ std::string Join(const std::vector<std::string>& lines) {
 void WriteSampleLog(const std::string& path, const AuditKey& key,
                     const std::string& session = kSession) {
   AIRLOCK_ASSERT_OK_AND_ASSIGN(std::unique_ptr<AuditLog> log,
-                               AuditLog::Open(path, key, session, SmallEpochs(3)));
+                               AuditLog::Open(path, Copy(key), session, SmallEpochs(3)));
   AuditRecord record;
   record.event = AuditEvent::kRunStart;
   record.preset = "workspace-write";
@@ -159,6 +168,21 @@ class AuditLogTest : public ::testing::Test {
   const AuditKey key_ = TestKey();
   std::string sample_;
 };
+
+TEST(AuditLogKeyTest, OpenWipesTheMasterKeyItWasGiven) {
+  TempDir dir;
+  AuditKey key = TestKey();
+  key.path = "/k";
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(std::unique_ptr<AuditLog> log,
+                               AuditLog::Open(dir.Child("log"), key, kSession));
+  EXPECT_TRUE(key.master.empty());
+  EXPECT_EQ(key.path, "/k");
+  EXPECT_NE(log->CurrentKeyForTesting(), std::string(32, 'k'));
+  // Also when Open refuses.
+  AuditKey again = TestKey();
+  EXPECT_THAT(AuditLog::Open(dir.Child("log"), again, kSession), Not(IsOk()));
+  EXPECT_TRUE(again.master.empty());
+}
 
 TEST_F(AuditLogTest, SampleLogVerifies) {
   VerifyResult result = Verify(sample_, key_);
@@ -342,7 +366,7 @@ TEST(AuditLogForwardSecurityTest, TheCurrentKeyCannotReSignEarlierRecords) {
   const std::string path = dir.Child("log");
   const AuditKey key = TestKey();
   AIRLOCK_ASSERT_OK_AND_ASSIGN(std::unique_ptr<AuditLog> log,
-                               AuditLog::Open(path, key, kSession, SmallEpochs(2)));
+                               AuditLog::Open(path, Copy(key), kSession, SmallEpochs(2)));
   for (int i = 0; i < 6; ++i) {
     AuditRecord record;
     record.tool = "write";
@@ -405,7 +429,7 @@ TEST(AuditLogOpenTest, TornTailIsCutAndExplainedByARecoveryRecord) {
   const AuditKey key = TestKey();
   {
     AIRLOCK_ASSERT_OK_AND_ASSIGN(std::unique_ptr<AuditLog> log,
-                                 AuditLog::Open(path, key, kSession, SmallEpochs(3)));
+                                 AuditLog::Open(path, Copy(key), kSession, SmallEpochs(3)));
     for (int i = 0; i < 4; ++i) ASSERT_THAT(log->Append(AuditRecord{}), IsOk());
     // The broker dies here: no seal. Then a half-written record.
   }
@@ -415,7 +439,7 @@ TEST(AuditLogOpenTest, TornTailIsCutAndExplainedByARecoveryRecord) {
   EXPECT_EQ(Verify(ReadFileOrMissing(path), key).problem, AuditProblem::kTruncated);
 
   AIRLOCK_ASSERT_OK_AND_ASSIGN(std::unique_ptr<AuditLog> log,
-                               AuditLog::Open(path, key, kSession, SmallEpochs(3)));
+                               AuditLog::Open(path, Copy(key), kSession, SmallEpochs(3)));
   EXPECT_EQ(log->open_outcome(), OpenOutcome::kRecovered);
   EXPECT_THAT(log->recovery_detail(), HasSubstr(absl::StrCat("torn final record of ",
                                                              torn.size(), " bytes after seq 5")));
@@ -446,7 +470,7 @@ TEST(AuditLogOpenTest, TornFirstRecordIsRecoveredToo) {
   WriteFileOrDie(path, "{\"v\":1,\"se");
   ASSERT_EQ(::chmod(path.c_str(), 0600), 0);
   AIRLOCK_ASSERT_OK_AND_ASSIGN(std::unique_ptr<AuditLog> log,
-                               AuditLog::Open(path, key, kSession, SmallEpochs(3)));
+                               AuditLog::Open(path, Copy(key), kSession, SmallEpochs(3)));
   EXPECT_EQ(log->open_outcome(), OpenOutcome::kRecovered);
   ASSERT_THAT(log->Seal(), IsOk());
   VerifyResult result = Verify(ReadFileOrMissing(path), key);
@@ -460,12 +484,12 @@ TEST(AuditLogOpenTest, UnsealedLogGetsARecoveryRecord) {
   const AuditKey key = TestKey();
   {
     AIRLOCK_ASSERT_OK_AND_ASSIGN(std::unique_ptr<AuditLog> log,
-                                 AuditLog::Open(path, key, kSession, SmallEpochs(2)));
+                                 AuditLog::Open(path, Copy(key), kSession, SmallEpochs(2)));
     for (int i = 0; i < 3; ++i) ASSERT_THAT(log->Append(AuditRecord{}), IsOk());
   }
   EXPECT_EQ(Verify(ReadFileOrMissing(path), key).problem, AuditProblem::kUnsealed);
   AIRLOCK_ASSERT_OK_AND_ASSIGN(std::unique_ptr<AuditLog> log,
-                               AuditLog::Open(path, key, kSession, SmallEpochs(2)));
+                               AuditLog::Open(path, Copy(key), kSession, SmallEpochs(2)));
   EXPECT_EQ(log->open_outcome(), OpenOutcome::kRecovered);
   EXPECT_THAT(log->recovery_detail(), HasSubstr("ended at seq 4 without a seal"));
   EXPECT_EQ(log->current_epoch(), 1u);
@@ -482,7 +506,7 @@ TEST(AuditLogOpenTest, SealedLogIsResumed) {
   const AuditKey key = TestKey();
   WriteSampleLog(path, key);
   AIRLOCK_ASSERT_OK_AND_ASSIGN(std::unique_ptr<AuditLog> log,
-                               AuditLog::Open(path, key, kSession, SmallEpochs(3)));
+                               AuditLog::Open(path, Copy(key), kSession, SmallEpochs(3)));
   EXPECT_EQ(log->open_outcome(), OpenOutcome::kResumedSealed);
   EXPECT_EQ(log->last_seq(), 11u);
   AIRLOCK_ASSERT_OK_AND_ASSIGN(uint64_t seq, log->Append(AuditRecord{}));
@@ -501,14 +525,14 @@ TEST(AuditLogOpenTest, TamperedLogIsRefusedNotRepaired) {
   std::string content = ReadFileOrMissing(path);
   content[content.size() / 2] ^= 0x01;
   WriteFileOrDie(path, content);
-  EXPECT_THAT(AuditLog::Open(path, key, kSession, SmallEpochs(3)),
+  EXPECT_THAT(AuditLog::Open(path, Copy(key), kSession, SmallEpochs(3)),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("not intact")));
   EXPECT_EQ(ReadFileOrMissing(path), content);
   // Wrong key, wrong session: refused as well.
   WriteSampleLog(dir.Child("good"), key);
   EXPECT_THAT(AuditLog::Open(dir.Child("good"), TestKey('z'), kSession),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("MAC")));
-  EXPECT_THAT(AuditLog::Open(dir.Child("good"), key, "other-session"),
+  EXPECT_THAT(AuditLog::Open(dir.Child("good"), Copy(key), "other-session"),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("belongs to session")));
 }
 
@@ -517,16 +541,16 @@ TEST(AuditLogOpenTest, UnsafeLogFilesAreRefused) {
   const AuditKey key = TestKey();
   WriteFileOrDie(dir.Child("open"), "");
   ASSERT_EQ(::chmod(dir.Child("open").c_str(), 0644), 0);
-  EXPECT_THAT(AuditLog::Open(dir.Child("open"), key, kSession),
+  EXPECT_THAT(AuditLog::Open(dir.Child("open"), Copy(key), kSession),
               StatusIs(absl::StatusCode::kPermissionDenied, HasSubstr("0644")));
   ASSERT_EQ(::symlink(dir.Child("target").c_str(), dir.Child("link").c_str()), 0);
-  EXPECT_THAT(AuditLog::Open(dir.Child("link"), key, kSession),
+  EXPECT_THAT(AuditLog::Open(dir.Child("link"), Copy(key), kSession),
               StatusIs(absl::StatusCode::kPermissionDenied, HasSubstr("symbolic link")));
   struct stat st;
   EXPECT_NE(::lstat(dir.Child("target").c_str(), &st), 0);  // nothing created through it
   ASSERT_EQ(::mkdir(dir.Child("d").c_str(), 0700), 0);
-  EXPECT_THAT(AuditLog::Open(dir.Child("d"), key, kSession), Not(IsOk()));
-  EXPECT_THAT(AuditLog::Open(dir.Child("x"), key, "../bad"),
+  EXPECT_THAT(AuditLog::Open(dir.Child("d"), Copy(key), kSession), Not(IsOk()));
+  EXPECT_THAT(AuditLog::Open(dir.Child("x"), Copy(key), "../bad"),
               StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
@@ -534,9 +558,9 @@ TEST(AuditLogOpenTest, ASecondWriterIsRefused) {
   TempDir dir;
   const AuditKey key = TestKey();
   AIRLOCK_ASSERT_OK_AND_ASSIGN(std::unique_ptr<AuditLog> log,
-                               AuditLog::Open(dir.Child("log"), key, kSession));
+                               AuditLog::Open(dir.Child("log"), Copy(key), kSession));
   ASSERT_THAT(log->Append(AuditRecord{}), IsOk());
-  EXPECT_THAT(AuditLog::Open(dir.Child("log"), key, kSession),
+  EXPECT_THAT(AuditLog::Open(dir.Child("log"), Copy(key), kSession),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("in use")));
 }
 
@@ -544,7 +568,7 @@ TEST(AuditLogAppendTest, SealedLogRefusesAppends) {
   TempDir dir;
   const AuditKey key = TestKey();
   AIRLOCK_ASSERT_OK_AND_ASSIGN(std::unique_ptr<AuditLog> log,
-                               AuditLog::Open(dir.Child("log"), key, kSession));
+                               AuditLog::Open(dir.Child("log"), Copy(key), kSession));
   ASSERT_THAT(log->Seal(), IsOk());
   EXPECT_THAT(log->Append(AuditRecord{}), StatusIs(absl::StatusCode::kFailedPrecondition));
   EXPECT_THAT(log->Seal(), StatusIs(absl::StatusCode::kFailedPrecondition));
@@ -558,7 +582,7 @@ TEST(AuditLogAppendTest, ConcurrentAppendsAreAllRecordedInOneChain) {
   const std::string path = dir.Child("log");
   const AuditKey key = TestKey();
   AIRLOCK_ASSERT_OK_AND_ASSIGN(std::unique_ptr<AuditLog> log,
-                               AuditLog::Open(path, key, kSession, SmallEpochs(7)));
+                               AuditLog::Open(path, Copy(key), kSession, SmallEpochs(7)));
   constexpr int kThreads = 8;
   constexpr int kPerThread = 100;
   std::atomic<int> failures{0};
@@ -592,7 +616,7 @@ TEST(AuditLogAppendTest, AnIdleEpochIsClosedOnTime) {
   options.epoch_max_records = 0;
   options.epoch_max_duration = absl::Milliseconds(20);
   AIRLOCK_ASSERT_OK_AND_ASSIGN(std::unique_ptr<AuditLog> log,
-                               AuditLog::Open(path, key, kSession, options));
+                               AuditLog::Open(path, Copy(key), kSession, options));
   const std::string first_key = log->CurrentKeyForTesting();
   std::this_thread::sleep_for(std::chrono::milliseconds(150));
   EXPECT_GE(log->current_epoch(), 2u);
@@ -613,7 +637,7 @@ TEST(AuditLogAppendTest, ClockSteppingBackDoesNotBreakTheOrder) {
   AuditLogOptions options = SmallEpochs(0);
   options.clock = [now] { return *now; };
   AIRLOCK_ASSERT_OK_AND_ASSIGN(std::unique_ptr<AuditLog> log,
-                               AuditLog::Open(path, key, kSession, options));
+                               AuditLog::Open(path, Copy(key), kSession, options));
   ASSERT_THAT(log->Append(AuditRecord{}), IsOk());
   *now -= absl::Hours(1);
   ASSERT_THAT(log->Append(AuditRecord{}), IsOk());
@@ -628,7 +652,7 @@ void ExpectFullFilesystemRefusesAppends(const std::string& directory) {
   const std::string path = directory + "/log";
   const AuditKey key = TestKey();
   AIRLOCK_ASSERT_OK_AND_ASSIGN(std::unique_ptr<AuditLog> log,
-                               AuditLog::Open(path, key, kSession, SmallEpochs(0)));
+                               AuditLog::Open(path, Copy(key), kSession, SmallEpochs(0)));
   ASSERT_THAT(log->Append(AuditRecord{}), IsOk());
   // Fill every block.
   const std::string filler = directory + "/filler";
@@ -687,7 +711,7 @@ TEST(AuditLogFaultTest, FileSizeLimitRefusesAppends) {
   const std::string path = dir.Child("log");
   const AuditKey key = TestKey();
   AIRLOCK_ASSERT_OK_AND_ASSIGN(std::unique_ptr<AuditLog> log,
-                               AuditLog::Open(path, key, kSession, SmallEpochs(0)));
+                               AuditLog::Open(path, Copy(key), kSession, SmallEpochs(0)));
   ASSERT_THAT(log->Append(AuditRecord{}), IsOk());
   const std::string before = ReadFileOrMissing(path);
 
