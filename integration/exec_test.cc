@@ -253,7 +253,8 @@ TEST_P(ExecTest, NoCapabilitiesNoNewPrivilegesSeccompAndOnlyThreeDescriptors) {
       "grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status | tr -d '\\t';"
       // A background sleep inherits exactly the command's descriptors; list them from outside
       // (listing one's own /proc/self/fd shows the listing's descriptor too).
-      "sleep 5 & ls /proc/$!/fd | sort -n | tr '\\n' ' '; echo; kill $!");
+      "sleep 5 & until [ \"$(cat /proc/$!/comm)\" = sleep ]; do :; done;"
+      "ls /proc/$!/fd | sort -n | tr '\\n' ' '; echo; kill $!");
   ASSERT_EQ(result.exit_code, 0) << result;
   EXPECT_THAT(result.out, HasSubstr("CapEff:0000000000000000\n"));
   EXPECT_THAT(result.out, HasSubstr("NoNewPrivs:1\n"));

@@ -13,7 +13,7 @@
 namespace airlock::broker {
 
 // `requested` if nonempty, else $XDG_RUNTIME_DIR/airlock when XDG_RUNTIME_DIR is an absolute
-// path, else /tmp/airlock-<uid>. Created 0700 when missing; refused unless it is a real
+// path, else /dev/shm/airlock-<uid> (memory-backed, sticky), else /tmp/airlock-<uid>. Created 0700 when missing; refused unless it is a real
 // directory (not a link) owned by this user and closed to everyone else.
 [[nodiscard]] absl::StatusOr<std::string> EnsureRuntimeDir(const std::string& requested);
 

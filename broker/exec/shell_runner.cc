@@ -182,15 +182,8 @@ absl::StatusOr<TreeRunResult> ShellRunner::RunSandboxed(const ShellRequest& requ
   } else {
     layout.readonly_roots = request.roots;
   }
-  sandbox.command = request.argv;
-  if (sandbox.command.empty()) {
-    absl::StatusOr<std::string> bash = linux_sandbox::FindSystemBash();
-    if (!bash.ok()) {
-      (void)RemoveTree(call->path);
-      return Unavailable(request.preset, bash.status().message());
-    }
-    sandbox.command = {*bash, "--noprofile", "--norc", "-c", request.command};
-  }
+  sandbox.command.argv = request.argv;
+  sandbox.command.shell_line = request.command;
   sandbox.allow_unix_sockets = request.allow_unix_sockets;
   sandbox.capture_output = request.capture_output;
   sandbox.stream_limit = options_.stream_limit;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <mutex>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -22,23 +23,32 @@ namespace {
 
 constexpr char kReady[] = "ready";
 
-// The preflight runs as `bash --noprofile --norc -c SCRIPT airlock-preflight CMD…`. It only
-// uses builtins. "$@" is the command; `exec --` keeps a command that looks like an option
-// from being read as one.
-constexpr char kPreflight[] =
-    "ok=0\n"
-    "while read -r k v; do\n"
-    "  case \"$k$v\" in NoNewPrivs:1|Seccomp:2|CapEff:0000000000000000) ok=$((ok+1));; esac\n"
-    "done </proc/self/status\n"
-    "if [ \"$ok\" != 3 ] || [ -w / ]; then\n"
-    "  echo 'airlock: sandbox preflight failed (no_new_privs, seccomp, capabilities or "
-    "read-only root)' >&2\n"
-    "  exit 125\n"
-    "fi\n"
-    "unset ok k v\n"
-    "printf ready >&3\n"
-    "exec 3>&- 4<&- 5<&-\n"
-    "exec -- \"$@\"\n";
+// The preflight runs as `bash --noprofile --norc -c SCRIPT NAME ARGS…` and uses builtins only.
+// It checks the instance, says "ready" on descriptor 3, closes 3, 4 and 5, then either execs
+// its arguments (`exec --`, so an argument that looks like an option is still the command) or
+// evaluates a shell command line in the same bash — one bash start instead of two.
+#define AIRLOCK_PREFLIGHT_CHECKS                                                              \
+  "ok=0\n"                                                                                    \
+  "while read -r k v; do\n"                                                                   \
+  "  case \"$k$v\" in NoNewPrivs:1|Seccomp:2|CapEff:0000000000000000) ok=$((ok+1));; esac\n"  \
+  "done </proc/self/status\n"                                                                 \
+  "if [ \"$ok\" != 3 ] || [ -w / ]; then\n"                                                   \
+  "  echo 'airlock: sandbox preflight failed (no_new_privs, seccomp, capabilities or "        \
+  "read-only root)' >&2\n"                                                                    \
+  "  exit 125\n"                                                                              \
+  "fi\n"                                                                                      \
+  "unset -v ok k v\n"                                                                         \
+  "printf ready >&3\n"                                                                        \
+  "exec 3>&- 4<&- 5<&-\n"
+
+constexpr char kPreflightExec[] = AIRLOCK_PREFLIGHT_CHECKS "exec -- \"$@\"\n";
+// $1 is the command line; the positional parameters are emptied and the helper variable
+// unset before the command runs, so it sees what `bash -c` would give it.
+constexpr char kPreflightEval[] = AIRLOCK_PREFLIGHT_CHECKS
+    "airlock_command=$1\n"
+    "set --\n"
+    "eval \"unset -v airlock_command\n$airlock_command\"\n";
+#undef AIRLOCK_PREFLIGHT_CHECKS
 
 size_t Depth(const std::string& path) {
   return static_cast<size_t>(std::count(path.begin(), path.end(), '/'));
@@ -93,14 +103,31 @@ absl::StatusOr<ScopedFd> MemoryFile(const char* name, absl::string_view data) {
   return fd;
 }
 
+// The filter depends only on allow_unix_sockets: built once per variant, then reused.
+absl::StatusOr<std::string> ShellSeccompProgram(bool allow_unix_sockets) {
+  static std::mutex* const mutex = new std::mutex;
+  static std::string* const programs = new std::string[2];
+  std::lock_guard<std::mutex> lock(*mutex);
+  std::string& program = programs[allow_unix_sockets ? 1 : 0];
+  if (program.empty()) {
+    AIRLOCK_ASSIGN_OR_RETURN(program,
+                             BuildShellSeccompProgram({.allow_unix_sockets = allow_unix_sockets}));
+  }
+  return program;
+}
+
 }  // namespace
 
-const char* PreflightScript() { return kPreflight; }
+const char* PreflightScript(bool shell_line) {
+  return shell_line ? kPreflightEval : kPreflightExec;
+}
 
 absl::StatusOr<BwrapArgv> BuildShellSandboxArgv(const ShellSandboxLayout& layout,
-                                                const std::vector<std::string>& command,
+                                                const SandboxCommand& command,
                                                 const std::string& shell) {
-  if (command.empty()) return absl::InvalidArgumentError("sandbox: empty command");
+  if (command.argv.empty() == command.shell_line.empty()) {
+    return absl::InvalidArgumentError("sandbox: give exactly one of an argv or a command line");
+  }
   if (layout.private_tmp.empty() || layout.cwd.empty()) {
     return absl::InvalidArgumentError("sandbox: the private temp directory and cwd are required");
   }
@@ -145,11 +172,12 @@ absl::StatusOr<BwrapArgv> BuildShellSandboxArgv(const ShellSandboxLayout& layout
   for (const Cover& cover : covers) bwrap.RoBind(cover.source, cover.path);
 
   for (const CoveredPath& hidden : layout.hidden) {
-    // The private /tmp already hides host paths below /tmp, unless a root brings them back.
+    // The private /tmp and the fresh /dev already hide host paths below them, unless a root
+    // brings them back.
     const bool under_root = std::any_of(roots.begin(), roots.end(), [&](const std::string& r) {
       return IsUnder(hidden.path, r) || IsUnder(r, hidden.path);
     });
-    if (IsUnder(hidden.path, "/tmp") && !under_root) continue;
+    if ((IsUnder(hidden.path, "/tmp") || IsUnder(hidden.path, "/dev")) && !under_root) continue;
     if (hidden.directory) {
       bwrap.Tmpfs(hidden.path).RemountRo(hidden.path);
     } else {
@@ -161,9 +189,13 @@ absl::StatusOr<BwrapArgv> BuildShellSandboxArgv(const ShellSandboxLayout& layout
   for (const auto& [name, value] : layout.env) bwrap.SetEnv(name, value);
   bwrap.SeccompFd(kSeccompFd);
 
-  std::vector<std::string> argv = {shell, "--noprofile", "--norc", "-c", kPreflight,
-                                   "airlock-preflight"};
-  argv.insert(argv.end(), command.begin(), command.end());
+  std::vector<std::string> argv;
+  if (command.shell_line.empty()) {
+    argv = {shell, "--noprofile", "--norc", "-c", kPreflightExec, "airlock-preflight"};
+    argv.insert(argv.end(), command.argv.begin(), command.argv.end());
+  } else {
+    argv = {shell, "--noprofile", "--norc", "-c", kPreflightEval, "bash", command.shell_line};
+  }
   bwrap.Command(std::move(argv));
   return bwrap.Build();
 }
@@ -174,8 +206,7 @@ absl::StatusOr<std::string> FindSystemBash() { return FindSystem("bash"); }
 absl::StatusOr<TreeRunResult> RunInShellSandbox(const SandboxRunOptions& options) {
   AIRLOCK_ASSIGN_OR_RETURN(const std::string bwrap_path, FindSystemBwrap());
   AIRLOCK_ASSIGN_OR_RETURN(const std::string bash_path, FindSystemBash());
-  absl::StatusOr<std::string> program =
-      BuildShellSeccompProgram({.allow_unix_sockets = options.allow_unix_sockets});
+  absl::StatusOr<std::string> program = ShellSeccompProgram(options.allow_unix_sockets);
   if (!program.ok()) {
     return absl::UnavailableError(
         absl::StrCat("the shell seccomp filter cannot be built: ", program.status().message()));

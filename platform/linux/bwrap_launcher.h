@@ -5,7 +5,7 @@
 // Preflight: the sandbox's first program is a fixed bash script (no profile, no rc files)
 // inside the very instance the command will run in. It checks NoNewPrivs 1, Seccomp 2,
 // CapEff 0 and a read-only /, writes "ready" on a private pipe, closes every extra descriptor
-// and only then execs the command. No "ready" means bwrap or the preflight failed: the result
+// and only then execs the command (or evaluates the shell command line in the same bash). No "ready" means bwrap or the preflight failed: the result
 // is Unavailable and the command never ran. Nothing ever falls back to running unsandboxed.
 #ifndef PLATFORM_LINUX_BWRAP_LAUNCHER_H_
 #define PLATFORM_LINUX_BWRAP_LAUNCHER_H_
@@ -50,14 +50,21 @@ inline constexpr int kReadyFd = 3;
 inline constexpr int kArgsFd = 4;
 inline constexpr int kSeccompFd = 5;
 
-// The preflight script run by `shell` before the command (exposed for tests).
-const char* PreflightScript();
+// What runs inside: exactly one of an argument vector (argv[0] may be a bare name, looked up
+// in the sandbox's PATH) or a shell command line (evaluated by the preflight's own
+// `bash --noprofile --norc`, as `bash -c LINE` would run it).
+struct SandboxCommand {
+  std::vector<std::string> argv;
+  std::string shell_line;
+};
 
-// The full bwrap command for `layout`, running `command` (argv; argv[0] may be a bare name,
-// looked up in the sandbox's PATH) after the preflight in `shell` (an absolute path).
+// The preflight script (exposed for tests): the argv or the command-line variant.
+const char* PreflightScript(bool shell_line);
+
+// The full bwrap command for `layout`, running `command` after the preflight in `shell`
+// (an absolute path to bash).
 [[nodiscard]] absl::StatusOr<BwrapArgv> BuildShellSandboxArgv(
-    const ShellSandboxLayout& layout, const std::vector<std::string>& command,
-    const std::string& shell);
+    const ShellSandboxLayout& layout, const SandboxCommand& command, const std::string& shell);
 
 // /usr/bin/bwrap or /bin/bwrap: a regular, executable file owned by root and writable by
 // nobody else. Never PATH. Unavailable (naming what was wrong) otherwise.
@@ -67,7 +74,7 @@ const char* PreflightScript();
 
 struct SandboxRunOptions {
   ShellSandboxLayout layout;
-  std::vector<std::string> command;
+  SandboxCommand command;
   bool allow_unix_sockets = false;
   // Output, timeout and cancellation, as in TreeRunOptions. Without capture, the command
   // shares the caller's descriptors 0, 1 and 2; with it, stdin is /dev/null.

@@ -43,7 +43,7 @@ TEST(BwrapLauncherTest, ReadOnlyPresetLayout) {
   ShellSandboxLayout layout = BaseLayout();
   layout.readonly_roots = {"/w"};
   AIRLOCK_ASSERT_OK_AND_ASSIGN(BwrapArgv argv,
-                               BuildShellSandboxArgv(layout, {"true"}, "/usr/bin/bash"));
+                               BuildShellSandboxArgv(layout, {.argv = {"true"}}, "/usr/bin/bash"));
   const auto& o = argv.options;
   for (const char* flag : {"--unshare-user", "--disable-userns", "--unshare-pid",
                            "--unshare-net", "--unshare-ipc", "--unshare-uts", "--new-session",
@@ -61,7 +61,7 @@ TEST(BwrapLauncherTest, ReadOnlyPresetLayout) {
   ASSERT_GE(argv.command.size(), 7u);
   EXPECT_THAT(std::vector<std::string>(argv.command.begin(), argv.command.begin() + 4),
               ElementsAre("/usr/bin/bash", "--noprofile", "--norc", "-c"));
-  EXPECT_EQ(argv.command[4], PreflightScript());
+  EXPECT_EQ(argv.command[4], PreflightScript(false));
   EXPECT_EQ(argv.command.back(), "true");
 }
 
@@ -72,7 +72,7 @@ TEST(BwrapLauncherTest, WorkspaceWriteOrdersParentsBeforeProtection) {
   layout.read_only = {"/w/sub/.git/hooks", "/w/.bashrc"};
   layout.masks = {{"/w/.vscode", true}, {"/w/.envrc", false}};
   AIRLOCK_ASSERT_OK_AND_ASSIGN(BwrapArgv argv,
-                               BuildShellSandboxArgv(layout, {"true"}, "/usr/bin/bash"));
+                               BuildShellSandboxArgv(layout, {.argv = {"true"}}, "/usr/bin/bash"));
   const auto& o = argv.options;
   const int root = IndexOf(o, "--bind", "/w");
   const int sub = IndexOf(o, "--bind", "/w/sub");
@@ -99,9 +99,10 @@ TEST(BwrapLauncherTest, HiddenPathsAreMaskedAfterTheRoots) {
   layout.hidden = {{"/run/user/1/airlock", true},
                    {"/home/u/.airlock/audit.key", false},
                    {"/tmp/airlock-1", true},          // under the private /tmp: already gone
+                   {"/dev/shm/airlock-1", true},      // under the fresh /dev: already gone
                    {"/w/secret", true}};
   AIRLOCK_ASSERT_OK_AND_ASSIGN(BwrapArgv argv,
-                               BuildShellSandboxArgv(layout, {"true"}, "/usr/bin/bash"));
+                               BuildShellSandboxArgv(layout, {.argv = {"true"}}, "/usr/bin/bash"));
   const auto& o = argv.options;
   const int root = IndexOf(o, "--bind", "/w");
   EXPECT_GT(IndexOf(o, "--tmpfs", "/run/user/1/airlock"), root);
@@ -110,6 +111,7 @@ TEST(BwrapLauncherTest, HiddenPathsAreMaskedAfterTheRoots) {
   ASSERT_GE(key, 0);
   EXPECT_EQ(o[key + 1], "/dev/null");
   EXPECT_EQ(IndexOf(o, "--tmpfs", "/tmp/airlock-1"), -1);
+  EXPECT_EQ(IndexOf(o, "--tmpfs", "/dev/shm/airlock-1"), -1);
   EXPECT_GT(IndexOf(o, "--tmpfs", "/w/secret"), root);
 }
 
@@ -118,7 +120,7 @@ TEST(BwrapLauncherTest, CommandLookingLikeOptionsStaysAfterTheDoubleDash) {
   layout.readonly_roots = {"/w"};
   AIRLOCK_ASSERT_OK_AND_ASSIGN(
       BwrapArgv argv,
-      BuildShellSandboxArgv(layout, {"--bind", "/", "/", "sh"}, "/usr/bin/bash"));
+      BuildShellSandboxArgv(layout, {.argv = {"--bind", "/", "/", "sh"}}, "/usr/bin/bash"));
   std::vector<std::string> launcher = argv.LauncherArgv("/usr/bin/bwrap", kArgsFd);
   // bwrap sees exactly: --args FD -- <preflight shell> … --bind / / sh
   ASSERT_GE(launcher.size(), 5u);
@@ -126,17 +128,31 @@ TEST(BwrapLauncherTest, CommandLookingLikeOptionsStaysAfterTheDoubleDash) {
               ElementsAre("/usr/bin/bwrap", "--args", "4", "--", "/usr/bin/bash"));
   EXPECT_THAT(argv.options, Not(Contains("sh")));
   // The preflight execs its arguments with `exec --`, so they are never shell options.
-  EXPECT_THAT(std::string(PreflightScript()), HasSubstr("exec -- \"$@\""));
+  EXPECT_THAT(std::string(PreflightScript(false)), HasSubstr("exec -- \"$@\""));
+}
+
+TEST(BwrapLauncherTest, ShellLineIsOneArgumentOfThePreflightShell) {
+  ShellSandboxLayout layout = BaseLayout();
+  layout.readonly_roots = {"/w"};
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(
+      BwrapArgv argv,
+      BuildShellSandboxArgv(layout, {.shell_line = "echo $1; --bind / /"}, "/usr/bin/bash"));
+  EXPECT_THAT(argv.command, ElementsAre("/usr/bin/bash", "--noprofile", "--norc", "-c",
+                                        PreflightScript(true), "bash", "echo $1; --bind / /"));
+  // Both, or neither, is an error.
+  EXPECT_FALSE(
+      BuildShellSandboxArgv(layout, {.argv = {"true"}, .shell_line = "true"}, "/usr/bin/bash")
+          .ok());
 }
 
 TEST(BwrapLauncherTest, MissingPiecesAreErrors) {
   ShellSandboxLayout layout = BaseLayout();
   EXPECT_FALSE(BuildShellSandboxArgv(layout, {}, "/usr/bin/bash").ok());
   layout.private_tmp.clear();
-  EXPECT_FALSE(BuildShellSandboxArgv(layout, {"true"}, "/usr/bin/bash").ok());
+  EXPECT_FALSE(BuildShellSandboxArgv(layout, {.argv = {"true"}}, "/usr/bin/bash").ok());
   layout = BaseLayout();
   layout.writable_roots = {"relative"};
-  EXPECT_FALSE(BuildShellSandboxArgv(layout, {"true"}, "/usr/bin/bash").ok());
+  EXPECT_FALSE(BuildShellSandboxArgv(layout, {.argv = {"true"}}, "/usr/bin/bash").ok());
 }
 
 TEST(BwrapLauncherTest, SystemBwrapIsFoundOnlyInSystemDirectories) {
