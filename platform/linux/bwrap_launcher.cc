@@ -146,7 +146,11 @@ absl::StatusOr<BwrapArgv> BuildShellSandboxArgv(const ShellSandboxLayout& layout
   bwrap.Bind(layout.private_tmp, "/tmp");
 
   std::vector<std::string> roots;
-  for (const std::string& root : layout.readonly_roots) bwrap.RoBind(root, root);
+  // Read-only roots are re-bound so that one below /tmp or /dev stays visible ("/" itself is
+  // already read-only, and re-binding it would cover the private /tmp).
+  for (const std::string& root : layout.readonly_roots) {
+    if (root != "/") bwrap.RoBind(root, root);
+  }
   for (const std::string& root : SortedByDepth(layout.writable_roots)) {
     bwrap.Bind(root, root);
     roots.push_back(root);
