@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <iostream>
@@ -77,8 +78,10 @@ absl::StatusOr<int> Exec(const ExecOptions& options) {
   request.argv = options.command;
   request.capture_output = false;
   request.allow_unix_sockets = options.policy.allow_unix_sockets;
-  request.timeout = std::chrono::milliseconds(
-      static_cast<int64_t>(options.timeout_seconds * 1000.0));
+  // Clamped before converting: a huge value must not overflow (about 31 years is "none").
+  constexpr double kMaxTimeoutSeconds = 1e9;
+  const double seconds = std::min(options.timeout_seconds, kMaxTimeoutSeconds);
+  request.timeout = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0));
   AIRLOCK_ASSIGN_OR_RETURN(
       std::string workspace,
       CanonicalPath(options.policy.workspace.empty() ? "." : options.policy.workspace));
