@@ -275,6 +275,22 @@ TEST_P(AuditCommandTest, ALogStillBeingWrittenIsReportedAsSuch) {
   EXPECT_THAT(dead.out, HasSubstr("unsealed"));
 }
 
+TEST_P(AuditCommandTest, ALineBeingWrittenIsTornOnlyOnceTheBrokerIsGone) {
+  const std::string path = scratch_.Child("live.jsonl");
+  auto log = AuditLog::Open(path, KeyFromHex(kHexKey), kSession);
+  ASSERT_TRUE(log.ok()) << log.status();
+  ASSERT_TRUE((*log)->Append(AuditRecord{}).ok());
+  // What a reader may see while the broker's write() of the next line is under way.
+  Rewrite(path, testing::ReadFileOrMissing(path) + "{\"v\":1,\"seq\":2");
+  CommandResult live = Verify(path, KeyFile("key", 0600));
+  EXPECT_EQ(live.exit_code, 0) << live;
+  EXPECT_THAT(live.out, HasSubstr("still being written by a running broker"));
+  log->reset();
+  CommandResult dead = Verify(path, KeyFile("key", 0600));
+  EXPECT_EQ(dead.exit_code, 1) << dead;
+  EXPECT_THAT(dead.out, HasSubstr("line 2: truncated"));
+}
+
 TEST_P(AuditCommandTest, RecoveryAfterACrashIsExplained) {
   const std::string path = WriteLog("audit.jsonl", /*seal=*/false);
   std::string content = testing::ReadFileOrMissing(path);

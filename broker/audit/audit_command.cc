@@ -94,7 +94,13 @@ int Verify(const AuditOptions& options) {
     std::cout << "intact: " << log << "\n" << summary << notes;
     return kIntact;
   }
-  if (result->problem == audit::AuditProblem::kUnsealed && HeldByRunningBroker(fd.get())) {
+  // A running broker has not sealed yet, and may be writing the last line right now.
+  const bool incomplete_tail =
+      result->problem == audit::AuditProblem::kUnsealed ||
+      (result->problem == audit::AuditProblem::kTruncated && result->records > 0 &&
+       result->verified_bytes < content->size() &&
+       content->find('\n', result->verified_bytes) == std::string::npos);
+  if (incomplete_tail && HeldByRunningBroker(fd.get())) {
     std::cout << "intact so far: " << log
               << " is still being written by a running broker (not sealed yet)\n"
               << summary << notes;

@@ -1,7 +1,7 @@
 // `airlock audit verify LOG [--key-file K]` and `airlock audit show LOG`.
 //
-// verify exits 0 when the log is intact and sealed (or unsealed but still held by a running
-// broker, which is said), 1 when it is not intact (naming the first bad line, its seq and the
+// verify exits 0 when the log is intact and sealed (or unsealed, its last line possibly still
+// being written, while a running broker holds its lock — which is said), 1 when it is not intact (naming the first bad line, its seq and the
 // reason: MAC, chain, sequence gap, order, truncated, unsealed, malformed), 2 when the input is
 // unusable (no such log, no usable key). The key: --key-file, else AIRLOCK_AUDIT_KEY, else
 // $AIRLOCK_HOME/audit.key if it exists (never created here).
