@@ -31,7 +31,8 @@ constexpr size_t kMaxStatusBytes = 256;
 // output — in memory until a stream passes its limit, then in the spill file.
 class OutputSink {
  public:
-  OutputSink(size_t limit, std::string dir) : limit_(limit), dir_(std::move(dir)) {}
+  OutputSink(size_t limit, std::string dir, size_t file_limit)
+      : limit_(limit), dir_(std::move(dir)), file_limit_(file_limit) {}
 
   void Add(int stream, const char* data, size_t size, TreeRunResult& result) {
     std::string& kept = stream == 1 ? result.stdout_data : result.stderr_data;
@@ -42,9 +43,7 @@ class OutputSink {
       Spill(result);
     }
     if (spill_) {
-      if (!WriteFully(spill_.get(), absl::string_view(data, size), "full output").ok()) {
-        Abandon(result);
-      }
+      Append(absl::string_view(data, size), result);
     } else if (!result.truncated) {
       combined_.append(data, size);
     }
@@ -63,9 +62,26 @@ class OutputSink {
     spill_ = std::move(fd);
     result.full_output_path = path;
     // combined_ holds everything before this chunk; the chunk itself follows in Add().
-    if (!WriteFully(spill_.get(), combined_, "full output").ok()) Abandon(result);
+    Append(combined_, result);
     combined_.clear();
     combined_.shrink_to_fit();
+  }
+
+  void Append(absl::string_view data, TreeRunResult& result) {
+    if (!spill_ || capped_) return;
+    const size_t room = file_limit_ > written_ ? file_limit_ - written_ : 0;
+    const bool fits = data.size() <= room;
+    if (!WriteFully(spill_.get(), fits ? data : data.substr(0, room), "full output").ok()) {
+      Abandon(result);
+      return;
+    }
+    written_ += fits ? data.size() : room;
+    if (!fits) {
+      capped_ = true;
+      const std::string note =
+          absl::StrCat("\n[airlock: output beyond ", file_limit_, " bytes was dropped]\n");
+      if (!WriteFully(spill_.get(), note, "full output").ok()) Abandon(result);
+    }
   }
 
   void Abandon(TreeRunResult& result) {
@@ -77,6 +93,9 @@ class OutputSink {
 
   size_t limit_;
   std::string dir_;
+  size_t file_limit_;
+  size_t written_ = 0;
+  bool capped_ = false;
   std::string combined_;
   ScopedFd spill_;
 };
@@ -135,7 +154,7 @@ absl::StatusOr<TreeRunResult> RunProcessTree(TreeRunOptions options) {
     return error;
   }
 
-  OutputSink sink(options.stream_limit, options.full_output_dir);
+  OutputSink sink(options.stream_limit, options.full_output_dir, options.full_output_limit);
   bool has_deadline = options.timeout.count() > 0;
   const Clock::time_point deadline = Clock::now() + options.timeout;
   bool exited = false;

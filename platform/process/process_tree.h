@@ -40,6 +40,7 @@ class CancelToken {
 };
 
 inline constexpr size_t kDefaultStreamLimit = 256 * 1024;
+inline constexpr size_t kDefaultFullOutputLimit = 64 * 1024 * 1024;
 
 struct TreeRunOptions {
   // How to start the tree. new_process_group is forced on. With capture_output, descriptors
@@ -51,6 +52,9 @@ struct TreeRunOptions {
   // Where the whole output goes once a stream passes its limit (a new 0600 file); empty: the
   // excess is dropped.
   std::string full_output_dir;
+  // The full-output file stops growing here (a final line says so), so that a flood cannot
+  // fill the disk or the memory-backed runtime directory.
+  size_t full_output_limit = kDefaultFullOutputLimit;
   // Zero: no timeout.
   std::chrono::milliseconds timeout{0};
   CancelToken* cancel = nullptr;

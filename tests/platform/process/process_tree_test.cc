@@ -52,6 +52,19 @@ TEST(ProcessTreeTest, TruncatesAndSpillsTheWholeOutput) {
   EXPECT_EQ(st.st_mode & 0777, 0600u);
 }
 
+TEST(ProcessTreeTest, FullOutputFileIsBounded) {
+  TempDir dir;
+  TreeRunOptions options = Shell("head -c 10000 /dev/zero");
+  options.stream_limit = 10;
+  options.full_output_dir = dir.path();
+  options.full_output_limit = 1000;
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(TreeRunResult result, RunProcessTree(std::move(options)));
+  ASSERT_TRUE(result.truncated);
+  const std::string whole = ReadFileOrMissing(result.full_output_path);
+  EXPECT_EQ(whole.substr(0, 1000), std::string(1000, '\0'));
+  EXPECT_THAT(whole.substr(1000), ::testing::HasSubstr("output beyond 1000 bytes was dropped"));
+}
+
 TEST(ProcessTreeTest, TimeoutKillsTheWholeGroup) {
   TempDir dir;
   const std::string tick = dir.Child("tick");
