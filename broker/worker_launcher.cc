@@ -29,6 +29,12 @@
 #include "platform/linux/worker_seccomp.h"
 #include "platform/process/spawn.h"
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define AIRLOCK_HAS_ASAN 1
+#endif
+#endif
+
 namespace airlock::broker {
 namespace {
 
@@ -443,6 +449,18 @@ absl::StatusOr<WorkerLaunch> LaunchConfinedWorker(const WorkerLaunchOptions& opt
     AIRLOCK_ASSIGN_OR_RETURN(scratch, MakeHostScratch(options.environment));
   }
   std::vector<std::string> environment = WorkerEnvironment(options);
+#if defined(__SANITIZE_ADDRESS__) || defined(AIRLOCK_HAS_ASAN)
+  // Sanitizer builds only: LeakSanitizer stops threads with ptrace, which the worker's
+  // seccomp filter forbids, so an instrumented `airlock tool` would fail at exit.
+  bool merged = false;
+  for (std::string& entry : environment) {
+    if (absl::StartsWith(entry, "ASAN_OPTIONS=")) {
+      absl::StrAppend(&entry, ":detect_leaks=0");
+      merged = true;
+    }
+  }
+  if (!merged) environment.push_back("ASAN_OPTIONS=detect_leaks=0");
+#endif
   for (const char* name : {"TMPDIR=", "TMP=", "TEMP="}) {
     environment.push_back(absl::StrCat(name, scratch));
   }

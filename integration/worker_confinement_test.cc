@@ -449,7 +449,8 @@ TEST_P(FullConfinementTest, CannotConnectToAHostUnixSocket) {
 }
 
 TEST_P(FullConfinementTest, CannotReadTheAuditKeyOrBrokerState) {
-  home_.Write("audit.key", "the-audit-key");
+  home_.Write("audit.key", "the-audit-key-0123456789abcdef0123456789abcdef");
+  ASSERT_EQ(::chmod(home_.Child("audit.key").c_str(), 0600), 0);
   home_.Write("sessions/s.jsonl", "session-data");
   CommandResult result = RunWithBrokerPid(absl::StrCat(
       "cat ", home_.path(), "/audit.key ", home_.path(), "/sessions/s.jsonl 2>/dev/null; ",
@@ -489,20 +490,40 @@ TEST_P(FullConfinementTest, DisablingALayerIsAnnouncedLoudly) {
   EXPECT_THAT(result.err, HasSubstr("WARNING: worker layer 'seccomp' is DISABLED")) << result;
 }
 
-// A broker inside a worker cannot build a mount view (seccomp forbids user namespaces):
-// it refuses with exit 125 naming the layer, unless that weaker setup is accepted by name.
+// A broker that cannot create user namespaces (here: started inside `bwrap --disable-userns`)
+// cannot build the mount view: it refuses with exit 125 naming the layer and the reason,
+// unless that weaker setup is accepted by name; then Landlock and seccomp still hold.
 TEST_P(FullConfinementTest, RefusesWhenALayerIsUnavailableUnlessAccepted) {
-  const std::string binary = AirlockBinary(GetParam());
-  const std::string nested = absl::StrCat(
-      "mkdir $TMPDIR/h; export AIRLOCK_HOME=$TMPDIR/h XDG_RUNTIME_DIR=$TMPDIR/h; ", binary,
-      " run --workspace ", workspace_.path(), " -- /bin/true; echo refused=$?; ", binary,
-      " run --accept-weaker-worker mount --workspace ", workspace_.path(),
-      " -- /bin/true; echo accepted=$?");
-  CommandResult result = RunWithBrokerPid(nested);
-  EXPECT_THAT(result.out, HasSubstr("refused=125")) << result;
-  EXPECT_THAT(result.err, HasSubstr("worker layer 'mount' cannot be applied")) << result;
-  EXPECT_THAT(result.err, HasSubstr("--accept-weaker-worker mount")) << result;
-  EXPECT_THAT(result.out, HasSubstr("accepted=0")) << result;
+  const std::vector<std::string> no_userns = {"/usr/bin/bwrap", "--dev-bind",     "/", "/",
+                                              "--unshare-user", "--disable-userns",
+                                              "--cap-drop",     "ALL", "--"};
+  std::vector<std::string> refused = no_userns;
+  for (const char* arg : {"run", "--workspace"}) refused.push_back(arg);
+  refused.insert(refused.begin() + no_userns.size(), AirlockBinary(GetParam()));
+  refused.push_back(workspace_.path());
+  std::vector<std::string> accepted = refused;
+  accepted.push_back("--accept-weaker-worker");
+  accepted.push_back("mount");
+  for (std::vector<std::string>* argv : {&refused, &accepted}) {
+    argv->push_back("--");
+    for (const char* arg : {"/bin/sh", "-c", "touch written; echo agent-ran"}) {
+      argv->push_back(arg);
+    }
+  }
+
+  CommandResult refusal = RunCommand(refused, Options());
+  EXPECT_EQ(refusal.exit_code, 125) << refusal;
+  EXPECT_THAT(refusal.out, Not(HasSubstr("agent-ran"))) << refusal;
+  EXPECT_THAT(refusal.err, HasSubstr("worker layer 'mount' cannot be applied")) << refusal;
+  EXPECT_THAT(refusal.err, HasSubstr("user namespaces")) << refusal;
+  EXPECT_THAT(refusal.err, HasSubstr("--accept-weaker-worker mount")) << refusal;
+
+  CommandResult weaker = RunCommand(accepted, Options());
+  EXPECT_EQ(weaker.exit_code, 0) << weaker;
+  EXPECT_THAT(weaker.out, HasSubstr("agent-ran")) << weaker;
+  EXPECT_THAT(weaker.err, HasSubstr("accepted missing: mount")) << weaker;
+  struct stat info;
+  EXPECT_NE(::stat(workspace_.Child("written").c_str(), &info), 0) << "Landlock let it write";
 }
 
 // The whole worker tree dies with the broker (bwrap's parent-death signal and
