@@ -84,7 +84,8 @@ TEST_F(ShellRunnerTest, CommandLineSeesWhatBashDashCWouldGiveIt) {
   AIRLOCK_ASSERT_OK_AND_ASSIGN(
       v1::BashResult result,
       runner_->Run(Request("echo \"$# [$1] [${airlock_command-unset}] [${ok-unset}]\";"
-                           "ls /proc/$$/fd | sort -n | tr '\\n' ' '; echo;"
+                           "sleep 5 & until [ \"$(cat /proc/$!/comm)\" = sleep ]; do :; done;"
+                           "ls /proc/$!/fd | sort -n | tr '\\n' ' '; echo; kill $!;"
                            "cat <<'EOT'\nheredoc $HOME\nEOT\nset -- a b; echo $#")));
   EXPECT_EQ(result.stdout(), "0 [] [unset] [unset]\n0 1 2 \nheredoc $HOME\n2\n")
       << result.stderr();
@@ -194,7 +195,7 @@ TEST_F(ShellRunnerTest, MasksLeaveNothingBehind) {
   if (!SandboxWorks()) GTEST_SKIP() << "bwrap is not usable here";
   AIRLOCK_ASSERT_OK_AND_ASSIGN(
       v1::BashResult result,
-      runner_->Run(Request("mkdir .git/x 2>/dev/null || echo blocked; touch ok")));
+      runner_->Run(Request("mkdir -p .git/hooks 2>/dev/null || echo blocked; touch ok")));
   EXPECT_EQ(result.stdout(), "blocked\n");
   EXPECT_EQ(::access(workspace_.Child("ok").c_str(), F_OK), 0);
   EXPECT_NE(::access(workspace_.Child(".git").c_str(), F_OK), 0);
