@@ -1,10 +1,95 @@
 #include "broker/dispatcher.h"
 
+#include <chrono>
+
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "broker/approval/authorize.h"
+#include "broker/call_context.h"
+#include "broker/fs/digest.h"
+#include "broker/journaled_approver.h"
+#include "broker/journaled_file_tools.h"
+#include "broker/session/session_store.h"
 #include "broker/wire_error.h"
+#include "platform/base/logging.h"
+#include "platform/base/status_macros.h"
 
 namespace airlock::broker {
 namespace {
+
+// The session's record of a call: arguments, bulk bytes as size and digest.
+v1::ToolCallRecord ToolCallOf(const v1::Request& request) {
+  v1::ToolCallRecord call;
+  call.set_time(NowRfc3339());
+  call.set_request_id(request.id());
+  call.set_tool(ToolNameOf(request));
+  switch (request.body_case()) {
+    case v1::Request::kRead:
+      call.set_path(request.read().path());
+      break;
+    case v1::Request::kList:
+      call.set_path(request.list().path());
+      break;
+    case v1::Request::kWrite:
+      call.set_path(request.write().path());
+      call.set_content_bytes(request.write().content().size());
+      call.set_content_sha256(Sha256Hex(request.write().content()));
+      call.set_justification(request.write().justification());
+      break;
+    case v1::Request::kEdit:
+      call.set_path(request.edit().path());
+      call.set_old_string_sha256(Sha256Hex(request.edit().old_string()));
+      call.set_new_string_sha256(Sha256Hex(request.edit().new_string()));
+      call.set_justification(request.edit().justification());
+      break;
+    case v1::Request::kBash:
+      call.set_command(request.bash().command());
+      call.set_cwd(request.bash().cwd());
+      call.set_escalate(request.bash().sandbox_permissions() ==
+                        v1::SANDBOX_PERMISSIONS_REQUIRE_ESCALATED);
+      call.set_justification(request.bash().justification());
+      break;
+    default:
+      break;
+  }
+  return call;
+}
+
+v1::ToolResultRecord ToolResultOf(const v1::Response& response) {
+  v1::ToolResultRecord result;
+  result.set_time(NowRfc3339());
+  result.set_request_id(response.id());
+  result.set_ok(!response.has_error());
+  if (response.has_error()) {
+    result.set_error_code(std::string(ErrorCodeName(response.error().code())));
+    result.set_error_message(response.error().message());
+  }
+  switch (response.body_case()) {
+    case v1::Response::kRead:
+      result.set_canonical_path(response.read().canonical_path());
+      result.set_bytes(response.read().content().size());
+      result.set_content_sha256(Sha256Hex(response.read().content()));
+      break;
+    case v1::Response::kWrite:
+      result.set_canonical_path(response.write().canonical_path());
+      result.set_content_sha256(response.write().content_sha256());
+      result.set_bytes(response.write().bytes_written());
+      break;
+    case v1::Response::kEdit:
+      result.set_canonical_path(response.edit().canonical_path());
+      result.set_content_sha256(response.edit().content_sha256());
+      break;
+    case v1::Response::kList:
+      result.set_canonical_path(response.list().canonical_path());
+      break;
+    case v1::Response::kBash:
+      result.set_exit_code(response.bash().exit_code());
+      break;
+    default:
+      break;
+  }
+  return result;
+}
 
 template <typename Result>
 void SetResult(v1::Response& response, absl::StatusOr<Result> result, v1::Preset preset,
@@ -18,34 +103,94 @@ void SetResult(v1::Response& response, absl::StatusOr<Result> result, v1::Preset
 
 }  // namespace
 
-v1::Response Dispatcher::Handle(const v1::Request& request) {
+const char* ToolNameOf(const v1::Request& request) {
+  switch (request.body_case()) {
+    case v1::Request::kRead: return "read";
+    case v1::Request::kWrite: return "write";
+    case v1::Request::kEdit: return "edit";
+    case v1::Request::kList: return "list";
+    case v1::Request::kBash: return "bash";
+    case v1::Request::kCancel: return "cancel";
+    case v1::Request::kGetContext: return "get_context";
+    case v1::Request::BODY_NOT_SET: return "none";
+  }
+  return "none";
+}
+
+void Dispatcher::RecordProtocolError(uint64_t channel, absl::string_view why) {
+  audit::AuditRecord record;
+  record.event = audit::AuditEvent::kProtocolError;
+  record.channel = channel;
+  record.detail = std::string(why);
+  (void)services_.audit->Append(record, audit::Durability::kBuffered);
+}
+
+v1::Response Dispatcher::Handle(const v1::Request& request, uint64_t channel,
+                                CancelToken* cancel) {
+  CallContext call;
+  call.channel = channel;
+  call.request_id = request.id();
+  call.tool = ToolNameOf(request);
+  call.policy = services_.policy->Current();
+  call.audit = services_.audit;
+  call.policy_state = services_.policy;
+  const v1::Preset preset = call.policy->preset();
+
   v1::Response response;
   response.set_id(request.id());
-  const v1::Context context = context_();
-  const v1::Preset preset = context.preset();
+
+  // Every request is on the record before anything is checked. A log that cannot be written
+  // refuses the request.
+  audit::AuditRecord arrived = call.Record(audit::AuditEvent::kRequest);
+  if (request.has_bash()) arrived.command_sha256 = Sha256Hex(request.bash().command());
+  if (absl::StatusOr<uint64_t> seq = services_.audit->Append(arrived, audit::Durability::kBuffered);
+      !seq.ok()) {
+    *response.mutable_error() = ToWireError(
+        WithRule(WireError(v1::INTERNAL, absl::StrCat(call.tool, " refused: the audit log cannot "
+                                                      "be written (", seq.status().message(), ")")),
+                 "audit:unwritable"),
+        preset);
+    return response;
+  }
+  // The session keeps the context in force (a snapshot only when it changed) and the call.
+  const v1::Context context = services_.policy->CurrentContext();
+  absl::Status session_status = services_.session->RecordContextIfChanged(SnapshotOfContext(context)).status();
+  if (session_status.ok()) session_status = services_.session->RecordToolCall(ToolCallOf(request));
+  if (!session_status.ok()) {
+    AIRLOCK_LOG(kWarning, "session store: ", session_status.message());
+  }
+
+  JournaledFileTools files(*services_.files, call);
+  JournaledApprover approver(*services_.approver, call);
+  ApprovalGate gate(files, approver, services_.approval_timeout,
+                    [this] { return *services_.policy->Current(); });
+
   switch (request.body_case()) {
     case v1::Request::kRead:
-      SetResult(response, files_.Read(request.read()), preset, &v1::Response::mutable_read);
+      SetResult(response, services_.files->Read(request.read()), preset, &v1::Response::mutable_read);
       break;
     case v1::Request::kList:
-      SetResult(response, files_.List(request.list()), preset, &v1::Response::mutable_list);
+      SetResult(response, services_.files->List(request.list()), preset, &v1::Response::mutable_list);
       break;
     case v1::Request::kWrite:
-      SetResult(response, files_.Write(request.write()), preset, &v1::Response::mutable_write);
+      SetResult(response, gate.Write(request.id(), request.write()), preset,
+                &v1::Response::mutable_write);
       break;
     case v1::Request::kEdit:
-      SetResult(response, files_.Edit(request.edit()), preset, &v1::Response::mutable_edit);
+      SetResult(response, gate.Edit(request.id(), request.edit()), preset,
+                &v1::Response::mutable_edit);
+      break;
+    case v1::Request::kBash:
+      SetResult(response, Bash(request.bash(), request.id(), call, cancel), preset,
+                &v1::Response::mutable_bash);
       break;
     case v1::Request::kGetContext:
       *response.mutable_context() = context;
       break;
-    case v1::Request::kBash:
     case v1::Request::kCancel:
+      // Cancels are answered by the server, which knows the channel's calls in flight.
       *response.mutable_error() = ToWireError(
-          WireError(v1::INTERNAL, absl::StrCat("request ", request.id(), ": this broker does not "
-                                               "implement ", request.has_bash() ? "bash" : "cancel",
-                                               " yet; nothing was run")),
-          preset);
+          WireError(v1::INTERNAL, "cancel reached the dispatcher; nothing was cancelled"), preset);
       break;
     case v1::Request::BODY_NOT_SET:
       *response.mutable_error() = ToWireError(
@@ -54,7 +199,90 @@ v1::Response Dispatcher::Handle(const v1::Request& request) {
           preset);
       break;
   }
+
+  audit::AuditRecord outcome = call.Record(audit::AuditEvent::kResult);
+  if (response.has_error()) {
+    outcome.decision = "error";
+    outcome.code = std::string(ErrorCodeName(response.error().code()));
+    outcome.rule = response.error().rule();
+    outcome.detail = response.error().message();
+  } else {
+    outcome.decision = "ok";
+    if (response.has_write()) {
+      outcome.target = response.write().canonical_path();
+      outcome.content_sha256 = response.write().content_sha256();
+    } else if (response.has_edit()) {
+      outcome.target = response.edit().canonical_path();
+      outcome.content_sha256 = response.edit().content_sha256();
+    } else if (response.has_read()) {
+      outcome.target = response.read().canonical_path();
+    } else if (response.has_list()) {
+      outcome.target = response.list().canonical_path();
+    } else if (response.has_bash()) {
+      outcome.exit_code = response.bash().exit_code();
+    }
+  }
+  // Outcomes follow their durable intents; a later durable record or the seal syncs them.
+  (void)services_.audit->Append(outcome, audit::Durability::kBuffered);
+  if (absl::Status s = services_.session->RecordToolResult(ToolResultOf(response)); !s.ok()) {
+    AIRLOCK_LOG(kWarning, "session store: ", s.message());
+  }
   return response;
+}
+
+absl::StatusOr<v1::BashResult> Dispatcher::Bash(const v1::BashRequest& request,
+                                                uint64_t request_id, const CallContext& call,
+                                                CancelToken* cancel) {
+  const Policy& policy = *call.policy;
+  if (absl::StripAsciiWhitespace(request.command()).empty()) {
+    return WireError(v1::INVALID_ARGUMENT, "bash refused: empty command");
+  }
+  // The working directory: the workspace unless given; resolved like a file-tool path.
+  const std::string requested_cwd = request.cwd().empty() ? policy.roots().front() : request.cwd();
+  AIRLOCK_ASSIGN_OR_RETURN(ClassifiedTarget cwd, services_.files->Classify(requested_cwd));
+  const bool restricted = policy.preset() != v1::PRESET_DANGER_FULL_ACCESS;
+  if (restricted && request.sandbox_permissions() != v1::SANDBOX_PERMISSIONS_REQUIRE_ESCALATED &&
+      !cwd.inside_roots) {
+    return WithRule(WireError(v1::OUTSIDE_SANDBOX,
+                              absl::StrCat("bash in ", cwd.canonical_path,
+                                           " refused: the working directory is outside every "
+                                           "root")),
+                    "fence:outside-roots");
+  }
+  JournaledApprover approver(*services_.approver, call);
+  ApprovalGate gate(*services_.files, approver, services_.approval_timeout,
+                    [this] { return *services_.policy->Current(); });
+  AIRLOCK_ASSIGN_OR_RETURN(ApprovalGate::BashPermit permit,
+                           gate.AuthorizeBash(request_id, request, cwd.canonical_path));
+  AIRLOCK_ASSIGN_OR_RETURN(PolicyState::Execution execution,
+                           services_.policy->BeginExecution(policy.epoch()));
+  audit::AuditRecord intent = call.Record(audit::AuditEvent::kDecision);
+  intent.cwd = cwd.canonical_path;
+  intent.command_sha256 = Sha256Hex(request.command());
+  intent.decision = permit.asked ? "approved" : "allow";
+  intent.rule = permit.decision.rule;
+  intent.justification = request.justification();
+  intent.detail = permit.unsandboxed ? "intent: run without the sandbox" : "intent: run sandboxed";
+  if (absl::StatusOr<uint64_t> seq = services_.audit->Append(intent, audit::Durability::kDurable);
+      !seq.ok()) {
+    return WithRule(WireError(v1::INTERNAL, absl::StrCat("bash refused: the audit log cannot be "
+                                                         "written (", seq.status().message(),
+                                                         "); nothing ran")),
+                    "audit:unwritable");
+  }
+  ShellRequest shell;
+  shell.command = request.command();
+  shell.cwd = cwd.canonical_path;
+  const absl::Duration timeout = request.timeout_seconds() > 0
+                                     ? absl::Seconds(request.timeout_seconds())
+                                     : services_.default_bash_timeout;
+  shell.timeout = std::chrono::milliseconds(absl::ToInt64Milliseconds(timeout));
+  shell.preset = policy.preset();
+  shell.roots = policy.roots();
+  shell.protected_paths = policy.protected_paths();
+  shell.escalated = permit.unsandboxed;
+  shell.allow_unix_sockets = policy.allow_unix_sockets();
+  return services_.shell->Run(shell, cancel);
 }
 
 }  // namespace airlock::broker

@@ -15,10 +15,11 @@ struct PolicyOptions {
   std::vector<std::string> roots;        // extra file-tool roots
   std::string preset;                    // empty: settings / session / read-only
   std::string mode;                      // empty: the preset's default
-  std::string edit_tools = "write,edit";
-  std::string outside_workspace = "deny";
+  // Empty strings mean "not given": settings.json, then the built-in default, decide.
+  std::string edit_tools;                // built-in default write,edit
+  std::string outside_workspace;         // built-in default deny
   std::vector<std::string> protect;
-  std::string read_scope = "any";
+  std::string read_scope;                // built-in default any
   bool allow_unix_sockets = false;
 };
 

@@ -1,8 +1,10 @@
 #include "broker/run_command.h"
 
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <iostream>
@@ -12,7 +14,18 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "airlock/v1/control.pb.h"
+#include "broker/approval/approver.h"
+#include "broker/audit/audit_key.h"
+#include "broker/audit/audit_log.h"
+#include "broker/control/control_server.h"
 #include "broker/dispatcher.h"
+#include "broker/exec/shell_runner.h"
+#include "broker/policy/policy.h"
+#include "broker/policy_state.h"
+#include "broker/session/session_store.h"
+#include "broker/session/settings.h"
 #include "broker/fs/file_tools.h"
 #include "broker/policy_options.h"
 #include "broker/server.h"
@@ -34,7 +47,7 @@ constexpr int kBrokerFailure = 125;
 struct RunOptions {
   PolicyOptions policy;
   std::string approver;
-  int approval_timeout_seconds = 300;
+  int approval_timeout_seconds = 0;  // 0: settings.json, else 300
   std::string control_socket;
   std::string audit_log;
   std::string audit_key_file;
@@ -53,88 +66,274 @@ absl::StatusOr<std::string> NewSessionId() {
       absl::string_view(reinterpret_cast<const char*>(bytes), sizeof(bytes)));
 }
 
-absl::StatusOr<v1::Preset> ParsePreset(const std::string& name) {
-  if (name.empty() || name == "read-only") return v1::PRESET_READ_ONLY;
-  if (name == "workspace-write") return v1::PRESET_WORKSPACE_WRITE;
-  if (name == "danger-full-access") return v1::PRESET_DANGER_FULL_ACCESS;
-  return absl::InvalidArgumentError(absl::StrCat("unknown preset '", name, "'"));
-}
-
-v1::Mode DefaultModeFor(v1::Preset preset) {
-  return preset == v1::PRESET_DANGER_FULL_ACCESS ? v1::MODE_NEVER : v1::MODE_ON_REQUEST;
-}
-
-absl::StatusOr<v1::Mode> ParseMode(const std::string& name, v1::Preset preset) {
-  if (name.empty()) return DefaultModeFor(preset);
-  if (name == "default") return v1::MODE_DEFAULT;
-  if (name == "accept-edits") return v1::MODE_ACCEPT_EDITS;
-  if (name == "on-request") return v1::MODE_ON_REQUEST;
-  if (name == "never") return v1::MODE_NEVER;
-  return absl::InvalidArgumentError(absl::StrCat("unknown mode '", name, "'"));
-}
-
 absl::StatusOr<std::string> CanonicalDirectory(const std::string& path) {
   char resolved[PATH_MAX];
   if (::realpath(path.c_str(), resolved) == nullptr) return LastErrnoStatus("resolve", path);
   return std::string(resolved);
 }
 
+absl::Status EnsurePrivateDirectory(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return LastErrnoStatus("mkdir", dir);
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) != 0) return LastErrnoStatus("stat", dir);
+  if (!S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(dir, " must be a directory owned by this user"));
+  }
+  return absl::OkStatus();
+}
+
+// The first nonempty of the command line, settings.json and the built-in default.
+std::string FirstOf(const std::string& option, const std::string& setting,
+                    const std::string& builtin = {}) {
+  if (!option.empty()) return option;
+  if (!setting.empty()) return setting;
+  return builtin;
+}
+
+// Everything `airlock run` holds while the worker runs, in construction order (members are
+// destroyed in reverse: the servers stop before the services they use).
+struct Broker {
+  std::string home;
+  std::string session_id;
+  std::unique_ptr<SessionStore> session;
+  std::unique_ptr<audit::AuditLog> audit;
+  std::unique_ptr<FileTools> files;
+  std::unique_ptr<ShellRunner> shell;
+  std::unique_ptr<Approver> approver;
+  std::unique_ptr<PolicyState> policy;
+  std::unique_ptr<Dispatcher> dispatcher;
+  std::unique_ptr<Server> server;
+  std::unique_ptr<ControlServer> control;
+};
+
+v1::ControlResponse HandleControl(Broker& broker, const v1::ControlRequest& request) {
+  v1::ControlResponse response;
+  response.set_ok(true);
+  if (request.has_set_preset()) {
+    absl::StatusOr<v1::Preset> preset = ParsePresetName(request.set_preset());
+    absl::StatusOr<v1::Context> changed =
+        preset.ok() ? broker.policy->ChangePreset(
+                          *preset,
+                          [&broker](const v1::Context& next) {
+                            return broker.session->RecordContextIfChanged(SnapshotOfContext(next))
+                                .status();
+                          },
+                          [&broker](const v1::Context& next) {
+                            v1::Event event;
+                            *event.mutable_permission_changed()->mutable_context() = next;
+                            broker.server->Broadcast(event);
+                          })
+                    : absl::StatusOr<v1::Context>(
+                          WireError(v1::INVALID_ARGUMENT, preset.status().message()));
+    audit::AuditRecord record;
+    record.event = audit::AuditEvent::kPresetChanged;
+    record.preset = request.set_preset();
+    record.decision = changed.ok() ? "changed" : "refused";
+    if (!changed.ok()) {
+      record.code = std::string(ErrorCodeName(WireCodeOf(changed.status())));
+      record.detail = std::string(changed.status().message());
+    } else {
+      record.policy_epoch = changed->policy_epoch();
+    }
+    (void)broker.audit->Append(record);
+    if (!changed.ok()) {
+      response.set_ok(false);
+      response.set_code(WireCodeOf(changed.status()));
+      response.set_message(std::string(changed.status().message()));
+    } else {
+      response.set_message(absl::StrCat("preset changed to ", PresetName(changed->preset())));
+    }
+  } else if (!request.has_status()) {
+    response.set_ok(false);
+    response.set_code(v1::INVALID_ARGUMENT);
+    response.set_message("unsupported control request");
+  }
+  *response.mutable_context() = broker.policy->CurrentContext();
+  response.set_calls_in_flight(broker.policy->executing());
+  return response;
+}
+
 absl::StatusOr<int> Run(const RunOptions& options) {
-  AIRLOCK_ASSIGN_OR_RETURN(v1::Preset preset, ParsePreset(options.policy.preset));
-  AIRLOCK_ASSIGN_OR_RETURN(v1::Mode mode, ParseMode(options.policy.mode, preset));
+  Broker broker;
+  AIRLOCK_ASSIGN_OR_RETURN(broker.home, audit::ResolveAirlockHome());
+  AIRLOCK_RETURN_IF_ERROR(EnsurePrivateDirectory(broker.home));
+  AIRLOCK_ASSIGN_OR_RETURN(v1::Settings settings, LoadSettings(broker.home + "/settings.json"));
+  const std::string sessions_dir = broker.home + "/sessions";
+
+  // The session: resumed (its recorded preset) or new.
+  std::string recorded_preset;
+  if (!options.session.empty()) {
+    AIRLOCK_ASSIGN_OR_RETURN(broker.session, SessionStore::Resume(sessions_dir, options.session));
+    broker.session_id = options.session;
+    recorded_preset = broker.session->RecordedPreset();
+  } else {
+    AIRLOCK_ASSIGN_OR_RETURN(broker.session_id, NewSessionId());
+  }
+
+  // Precedence: command line > resumed session's recorded preset > settings > read-only.
+  const std::string preset_name =
+      FirstOf(options.policy.preset, FirstOf(recorded_preset, settings.permission_preset()),
+              "read-only");
   const std::string workspace_option =
       options.policy.workspace.empty() ? std::string(".") : options.policy.workspace;
   AIRLOCK_ASSIGN_OR_RETURN(std::string workspace, CanonicalDirectory(workspace_option));
-  AIRLOCK_ASSIGN_OR_RETURN(std::string session_id, NewSessionId());
-
-  v1::Context context;
-  context.set_session_id(session_id);
-  context.set_preset(preset);
-  context.set_mode(mode);
-  context.add_roots(workspace);
+  PolicyBuilder builder;
+  builder.SetPresetName(preset_name)
+      .SetModeName(FirstOf(options.policy.mode, settings.mode()))
+      .SetEditTools(FirstOf(options.policy.edit_tools,
+                            absl::StrJoin(settings.edit_tools(), ","), "write,edit"))
+      .SetOutsideWorkspaceName(FirstOf(options.policy.outside_workspace,
+                                       settings.outside_workspace(), "deny"))
+      .SetReadScopeName(FirstOf(options.policy.read_scope, settings.read_scope(), "any"))
+      .AllowUnixSockets(options.policy.allow_unix_sockets)
+      .AddRoot(workspace);
+  std::vector<std::string> roots = {workspace};
   for (const std::string& root : options.policy.roots) {
     AIRLOCK_ASSIGN_OR_RETURN(std::string canonical, CanonicalDirectory(root));
-    context.add_roots(canonical);
+    builder.AddRoot(canonical);
+    roots.push_back(canonical);
   }
-  context.set_shell_network(preset == v1::PRESET_DANGER_FULL_ACCESS ? v1::NETWORK_POLICY_HOST
-                                                                    : v1::NETWORK_POLICY_NONE);
-  context.set_worker_network(options.worker_network == "none" ? v1::NETWORK_POLICY_NONE
-                                                              : v1::NETWORK_POLICY_HOST);
-  context.set_policy_epoch(1);
+  std::vector<std::string> protect(settings.protect().begin(), settings.protect().end());
+  protect.insert(protect.end(), options.policy.protect.begin(), options.policy.protect.end());
+  for (const std::string& path : protect) builder.AddProtectedPath(path);
+  AIRLOCK_ASSIGN_OR_RETURN(Policy policy, builder.Build());
+
+  if (broker.session == nullptr) {
+    AIRLOCK_ASSIGN_OR_RETURN(broker.session,
+                             SessionStore::Create(sessions_dir, broker.session_id,
+                                                  std::string(PresetName(policy.preset())),
+                                                  workspace));
+  }
+
+  // The audit log: always on. The key from --audit-key-file, AIRLOCK_AUDIT_KEY, or the default.
+  audit::AuditKeyOptions key_options;
+  key_options.key_file = options.audit_key_file;
+  if (const char* env_key = std::getenv("AIRLOCK_AUDIT_KEY")) key_options.env_key = env_key;
+  key_options.airlock_home = broker.home;
+  AIRLOCK_ASSIGN_OR_RETURN(audit::AuditKey key, audit::LoadOrCreateAuditKey(key_options));
+  std::string audit_path = options.audit_log;
+  if (audit_path.empty()) {
+    AIRLOCK_RETURN_IF_ERROR(EnsurePrivateDirectory(broker.home + "/audit"));
+    audit_path = absl::StrCat(broker.home, "/audit/", broker.session_id, ".jsonl");
+  }
+  AIRLOCK_ASSIGN_OR_RETURN(broker.audit,
+                           audit::AuditLog::Open(audit_path, key, broker.session_id));
+
+  // Broker state no tool, shell or worker may touch (SPEC §5, §9).
+  std::vector<std::string> secrets = {broker.home, audit_path};
+  if (!key.path.empty()) secrets.push_back(key.path);
+  if (!options.control_socket.empty()) {
+    const size_t slash = options.control_socket.rfind('/');
+    if (slash != std::string::npos && slash > 0) {
+      secrets.push_back(options.control_socket.substr(0, slash));
+    }
+  }
 
   FileToolsOptions file_options;
-  file_options.roots.assign(context.roots().begin(), context.roots().end());
-  file_options.protected_paths = options.policy.protect;
-  file_options.reads_confined_to_roots = options.policy.read_scope == "workspace";
-  AIRLOCK_ASSIGN_OR_RETURN(std::unique_ptr<FileTools> files,
-                           FileTools::Create(std::move(file_options)));
+  file_options.roots = roots;
+  file_options.protected_paths = protect;
+  file_options.broker_secret_paths = secrets;
+  file_options.reads_confined_to_roots = policy.read_scope() == ReadScope::kWorkspace;
+  AIRLOCK_ASSIGN_OR_RETURN(broker.files, FileTools::Create(std::move(file_options)));
 
-  auto current_context = [&context] { return context; };
-  Dispatcher dispatcher(*files, current_context);
-  Server server(dispatcher, current_context);
+  ShellRunnerOptions shell_options;
+  shell_options.hidden_paths = secrets;
+  AIRLOCK_ASSIGN_OR_RETURN(broker.shell, ShellRunner::Create(std::move(shell_options)));
+  secrets.push_back(broker.shell->runtime_dir());
+
+  AIRLOCK_ASSIGN_OR_RETURN(broker.approver,
+                           MakeApprover(FirstOf(options.approver, settings.approver())));
+  const int timeout_seconds =
+      options.approval_timeout_seconds > 0
+          ? options.approval_timeout_seconds
+          : (settings.approval_timeout_seconds() > 0
+                 ? static_cast<int>(settings.approval_timeout_seconds())
+                 : 300);
+
+  v1::Context base;
+  base.set_session_id(broker.session_id);
+  base.set_worker_network(options.worker_network == "none" ? v1::NETWORK_POLICY_NONE
+                                                           : v1::NETWORK_POLICY_HOST);
+  broker.policy = std::make_unique<PolicyState>(std::move(policy), base);
+  if (!options.session.empty()) {
+    // A resumed session records the context it continues under (an explicit --preset shows).
+    AIRLOCK_RETURN_IF_ERROR(
+        broker.session->RecordContextIfChanged(SnapshotOfContext(broker.policy->CurrentContext()))
+            .status());
+  }
+
+  BrokerServices services;
+  services.files = broker.files.get();
+  services.shell = broker.shell.get();
+  services.approver = broker.approver.get();
+  services.approval_timeout = absl::Seconds(timeout_seconds);
+  services.audit = broker.audit.get();
+  services.session = broker.session.get();
+  services.policy = broker.policy.get();
+  broker.dispatcher = std::make_unique<Dispatcher>(services);
+  PolicyState* policy_state = broker.policy.get();
+  broker.server = std::make_unique<Server>(
+      *broker.dispatcher, [policy_state] { return policy_state->CurrentContext(); });
+  if (!options.control_socket.empty()) {
+    AIRLOCK_ASSIGN_OR_RETURN(
+        broker.control,
+        ControlServer::Start(options.control_socket, [&broker](const v1::ControlRequest& request) {
+          return HandleControl(broker, request);
+        }));
+  }
 
   AIRLOCK_ASSIGN_OR_RETURN(ipc::ConnectorPair connector, ipc::MakeConnector());
-  std::cerr << "airlock: session " << session_id << " (preset " << PresetName(preset) << ", mode "
-            << ModeName(mode) << ", workspace " << workspace << ")\n";
+  const v1::Context context = broker.policy->CurrentContext();
+  std::cerr << "airlock: session " << broker.session_id << " (preset "
+            << PresetName(context.preset()) << ", mode " << ModeName(context.mode())
+            << ", workspace " << workspace << ", approver " << broker.approver->Describe()
+            << ", audit log " << audit_path << ")\n";
 
   WorkerLaunchOptions launch;
   launch.argv = options.agent_command;
   for (char** entry = environ; *entry != nullptr; ++entry) launch.environment.emplace_back(*entry);
   launch.connector_fd = connector.worker_end.get();
-  launch.session_id = session_id;
+  launch.session_id = broker.session_id;
   launch.working_directory = workspace;
   launch.isolate_network = options.worker_network == "none";
   launch.confinement = options.worker;
-  for (const std::string& secret : {options.audit_key_file, options.audit_log}) {
-    if (!secret.empty()) launch.hidden_paths.push_back(secret);
+  launch.hidden_paths = secrets;
+
+  audit::AuditRecord start;
+  start.event = audit::AuditEvent::kRunStart;
+  start.preset = std::string(PresetName(context.preset()));
+  start.mode = std::string(ModeName(context.mode()));
+  start.target = workspace;
+  start.approver = broker.approver->Describe();
+  start.policy_epoch = context.policy_epoch();
+  start.detail = absl::StrCat(options.session.empty() ? "new session" : "resumed session",
+                              "; agent: ", absl::StrJoin(options.agent_command, " "));
+  AIRLOCK_RETURN_IF_ERROR(broker.audit->Append(start).status());
+
+  absl::StatusOr<pid_t> worker = LaunchWorker(launch);
+  if (!worker.ok()) {
+    audit::AuditRecord failed;
+    failed.event = audit::AuditEvent::kRunEnd;
+    failed.decision = "refused";
+    failed.detail = std::string(worker.status().message());
+    (void)broker.audit->Append(failed);
+    (void)broker.audit->Seal("the worker could not be started");
+    return worker.status();
   }
-  AIRLOCK_ASSIGN_OR_RETURN(pid_t worker, LaunchWorker(launch));
   // Only the worker tree holds the worker end now: the acceptor sees a hang-up once it is gone.
   connector.worker_end.reset();
-  server.Start(std::move(connector.broker_end));
+  broker.server->Start(std::move(connector.broker_end));
 
-  AIRLOCK_ASSIGN_OR_RETURN(ExitStatus status, WaitForExit(worker));
-  server.Stop();
+  AIRLOCK_ASSIGN_OR_RETURN(ExitStatus status, WaitForExit(*worker));
+  broker.control.reset();
+  broker.server->Stop();
+  audit::AuditRecord end;
+  end.event = audit::AuditEvent::kRunEnd;
+  end.exit_code = status.ShellCode();
+  end.decision = "exited";
+  AIRLOCK_RETURN_IF_ERROR(broker.audit->Append(end).status());
+  AIRLOCK_RETURN_IF_ERROR(broker.audit->Seal());
   return status.ShellCode();
 }
 

@@ -2,6 +2,8 @@
 
 #include <sys/socket.h>
 
+#include <map>
+
 #include "absl/strings/str_cat.h"
 #include "broker/wire_error.h"
 #include "platform/base/logging.h"
@@ -37,22 +39,26 @@ void Server::ServeChannelAsync(ScopedFd fd) {
   if (channels_.size() >= options_.max_channels) {
     AIRLOCK_LOG(kWarning, "channel limit of ", options_.max_channels,
                 " reached; closing a new channel");
-    CloseWithProtocolError(*channel,
+    CloseWithProtocolError(*channel, 0,
                            absl::ResourceExhaustedError(absl::StrCat(
                                "too many channels (limit ", options_.max_channels, ")")));
     return;
   }
   channels_.insert(channel);
   ++running_threads_;
-  std::thread([this, channel] {
-    ServeChannel(channel);
+  const uint64_t channel_id = next_channel_id_++;
+  std::thread([this, channel, channel_id] {
+    ServeChannel(channel, channel_id);
     std::lock_guard<std::mutex> lock(mutex_);
     channels_.erase(channel);
+    greeted_.erase(channel);
     if (--running_threads_ == 0) all_closed_.notify_all();
   }).detach();
 }
 
-void Server::CloseWithProtocolError(ipc::Channel& channel, const absl::Status& why) {
+void Server::CloseWithProtocolError(ipc::Channel& channel, uint64_t channel_id,
+                                    const absl::Status& why) {
+  dispatcher_.RecordProtocolError(channel_id, why.message());
   v1::BrokerMessage message;
   v1::Error* error = message.mutable_protocol_error();
   error->set_code(WireCodeOf(why));
@@ -62,22 +68,64 @@ void Server::CloseWithProtocolError(ipc::Channel& channel, const absl::Status& w
   channel.Shutdown();
 }
 
-void Server::ServeChannel(std::shared_ptr<ipc::Channel> channel) {
+namespace {
+
+// The calls of one channel that run beside its reader, so that cancel can reach them.
+class ChannelCalls {
+ public:
+  // Registers a call; false when `limit` calls already run.
+  std::shared_ptr<CancelToken> Start(uint64_t id, size_t limit) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (tokens_.size() >= limit || tokens_.count(id) != 0) return nullptr;
+    auto token = std::make_shared<CancelToken>();
+    tokens_[id] = token;
+    return token;
+  }
+  void Finish(uint64_t id) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    tokens_.erase(id);
+    done_.notify_all();
+  }
+  bool Cancel(uint64_t id) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = tokens_.find(id);
+    if (it == tokens_.end()) return false;
+    it->second->Cancel();
+    return true;
+  }
+  // Cancels everything still running and waits for it: a channel's calls end with it.
+  void CancelAllAndWait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (auto& [id, token] : tokens_) token->Cancel();
+    done_.wait(lock, [this] { return tokens_.empty(); });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable done_;
+  std::map<uint64_t, std::shared_ptr<CancelToken>> tokens_;
+};
+
+}  // namespace
+
+void Server::ServeChannel(std::shared_ptr<ipc::Channel> channel, uint64_t channel_id) {
   v1::ClientMessage message;
   absl::Status status = channel->Receive(&message);
   if (!status.ok()) {
-    if (!absl::IsOutOfRange(status)) CloseWithProtocolError(*channel, status);
+    if (!absl::IsOutOfRange(status)) CloseWithProtocolError(*channel, channel_id, status);
     return;
   }
   if (!message.has_hello()) {
-    CloseWithProtocolError(*channel, absl::InvalidArgumentError("the first message must be hello"));
+    CloseWithProtocolError(*channel, channel_id,
+                           absl::InvalidArgumentError("the first message must be hello"));
     return;
   }
   if (message.hello().protocol_version() != v1::PROTOCOL_VERSION_1) {
     CloseWithProtocolError(
-        *channel, absl::InvalidArgumentError(absl::StrCat(
-                      "unsupported protocol version ", message.hello().protocol_version(),
-                      " (this broker speaks ", static_cast<int>(v1::PROTOCOL_VERSION_1), ")")));
+        *channel, channel_id,
+        absl::InvalidArgumentError(absl::StrCat(
+            "unsupported protocol version ", message.hello().protocol_version(),
+            " (this broker speaks ", static_cast<int>(v1::PROTOCOL_VERSION_1), ")")));
     return;
   }
   {
@@ -85,23 +133,59 @@ void Server::ServeChannel(std::shared_ptr<ipc::Channel> channel) {
     reply.mutable_hello_reply()->set_protocol_version(v1::PROTOCOL_VERSION_1);
     *reply.mutable_hello_reply()->mutable_context() = context_();
     if (!channel->Send(reply).ok()) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    greeted_.insert(channel);
   }
+  ChannelCalls calls;
   for (;;) {
     message.Clear();
     status = channel->Receive(&message);
-    if (absl::IsOutOfRange(status)) return;
     if (!status.ok()) {
-      CloseWithProtocolError(*channel, status);
-      return;
+      if (!absl::IsOutOfRange(status)) CloseWithProtocolError(*channel, channel_id, status);
+      break;
     }
     if (!message.has_request()) {
-      CloseWithProtocolError(*channel, absl::InvalidArgumentError("expected a request"));
-      return;
+      CloseWithProtocolError(*channel, channel_id, absl::InvalidArgumentError("expected a request"));
+      break;
     }
+    const v1::Request& request = message.request();
     v1::BrokerMessage reply;
-    *reply.mutable_response() = dispatcher_.Handle(message.request());
-    if (!channel->Send(reply).ok()) return;
+    if (request.has_cancel()) {
+      reply.mutable_response()->set_id(request.id());
+      reply.mutable_response()->mutable_cancel()->set_found(calls.Cancel(request.cancel().target_id()));
+    } else if (request.has_bash()) {
+      std::shared_ptr<CancelToken> token =
+          calls.Start(request.id(), options_.max_concurrent_calls_per_channel);
+      if (token == nullptr) {
+        reply.mutable_response()->set_id(request.id());
+        *reply.mutable_response()->mutable_error() = ToWireError(
+            WireError(v1::BUSY, absl::StrCat("request ", request.id(), " refused: ",
+                                             options_.max_concurrent_calls_per_channel,
+                                             " commands already run on this channel, or the id "
+                                             "is in use")),
+            context_().preset());
+      } else {
+        std::thread([this, channel, channel_id, request, token, &calls] {
+          v1::BrokerMessage done;
+          *done.mutable_response() = dispatcher_.Handle(request, channel_id, token.get());
+          (void)channel->Send(done);
+          calls.Finish(request.id());
+        }).detach();
+        continue;
+      }
+    } else {
+      *reply.mutable_response() = dispatcher_.Handle(request, channel_id, nullptr);
+    }
+    if (!channel->Send(reply).ok()) break;
   }
+  calls.CancelAllAndWait();
+}
+
+void Server::Broadcast(const v1::Event& event) {
+  v1::BrokerMessage message;
+  *message.mutable_event() = event;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& channel : greeted_) (void)channel->Send(message);
 }
 
 void Server::Stop() {

@@ -21,12 +21,18 @@ namespace airlock::broker {
 struct ServerOptions {
   // Channels served at once; a channel past this is closed unanswered.
   size_t max_channels = 64;
+  // Long calls (bash) run beside the channel's reader so that a cancel can reach them; at most
+  // this many per channel, further ones are answered BUSY.
+  size_t max_concurrent_calls_per_channel = 8;
 };
 
 class Server {
  public:
   Server(Dispatcher& dispatcher, std::function<v1::Context()> context, ServerOptions options = {})
       : dispatcher_(dispatcher), context_(std::move(context)), options_(options) {}
+
+  // Sends `event` to every channel that has completed its handshake (best effort).
+  void Broadcast(const v1::Event& event);
   ~Server() { Stop(); }
 
   Server(const Server&) = delete;
@@ -45,8 +51,8 @@ class Server {
 
  private:
   void AcceptLoop();
-  void ServeChannel(std::shared_ptr<ipc::Channel> channel);
-  void CloseWithProtocolError(ipc::Channel& channel, const absl::Status& why);
+  void ServeChannel(std::shared_ptr<ipc::Channel> channel, uint64_t channel_id);
+  void CloseWithProtocolError(ipc::Channel& channel, uint64_t channel_id, const absl::Status& why);
 
   Dispatcher& dispatcher_;
   std::function<v1::Context()> context_;
@@ -58,7 +64,9 @@ class Server {
   mutable std::mutex mutex_;
   std::condition_variable all_closed_;
   std::set<std::shared_ptr<ipc::Channel>> channels_;  // guarded by mutex_
+  std::set<std::shared_ptr<ipc::Channel>> greeted_;   // guarded by mutex_; past the handshake
   size_t running_threads_ = 0;                        // guarded by mutex_
+  uint64_t next_channel_id_ = 1;                      // guarded by mutex_
   bool stopping_ = false;                             // guarded by mutex_
 };
 

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "broker/session/settings.h"
+#include "broker/wire_error.h"
 #include "broker/session/strict_json.h"
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -68,6 +69,18 @@ bool IsValidSessionId(absl::string_view id) {
     if (!ok) return false;
   }
   return true;
+}
+
+v1::ContextSnapshot SnapshotOfContext(const v1::Context& context) {
+  v1::ContextSnapshot snapshot;
+  snapshot.set_preset(std::string(PresetName(context.preset())));
+  snapshot.set_mode(std::string(ModeName(context.mode())));
+  for (const std::string& root : context.roots()) snapshot.add_roots(root);
+  snapshot.set_shell_network(context.shell_network() == v1::NETWORK_POLICY_HOST ? "host" : "none");
+  snapshot.set_worker_network(context.worker_network() == v1::NETWORK_POLICY_NONE ? "none"
+                                                                                  : "host");
+  snapshot.set_policy_epoch(context.policy_epoch());
+  return snapshot;
 }
 
 std::string NowRfc3339() {

@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "airlock/v1/session.pb.h"
+#include "airlock/v1/wire.pb.h"
 #include "platform/base/scoped_fd.h"
 
 namespace airlock::broker {
@@ -21,6 +22,9 @@ inline constexpr uint32_t kSessionVersion = 2;
 
 // Session ids name files: 1 to 128 of [A-Za-z0-9_-].
 bool IsValidSessionId(absl::string_view id);
+
+// The session-file form of the broker's runtime context.
+v1::ContextSnapshot SnapshotOfContext(const v1::Context& context);
 
 // The current time as RFC 3339 UTC with milliseconds.
 std::string NowRfc3339();
