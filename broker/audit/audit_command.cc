@@ -106,12 +106,22 @@ int Verify(const AuditOptions& options) {
               << summary << notes;
     return kIntact;
   }
-  std::cout << "NOT INTACT: " << log << ": line " << result->line;
-  if (result->seq.has_value()) std::cout << " (seq " << *result->seq << ")";
-  std::cout << ": " << audit::AuditProblemName(result->problem) << ": "
-            << audit::EscapeForDisplay(result->detail) << "\n"
-            << "  before it:\n"
-            << summary << notes;
+  std::cout << "NOT INTACT: " << log << ": ";
+  if (result->problem == audit::AuditProblem::kUnsealed) {
+    std::cout << "after line " << result->line << ": ";
+  } else {
+    std::cout << "line " << result->line;
+    if (result->seq.has_value()) std::cout << " (seq " << *result->seq << ")";
+    std::cout << ": ";
+  }
+  std::cout << audit::AuditProblemName(result->problem) << ": "
+            << audit::EscapeForDisplay(result->detail) << "\n";
+  if (result->records == 0) {
+    std::cout << "  nothing verified before it\n";
+  } else {
+    std::cout << "  verified" << (result->problem == audit::AuditProblem::kUnsealed ? "" : " before it")
+              << ":\n" << summary << notes;
+  }
   return kNotIntact;
 }
 
