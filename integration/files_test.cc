@@ -99,9 +99,11 @@ TEST_P(FilesTest, ProtectedStorageIsRefusedWithExit3EvenThroughALink) {
       "airlock tool edit innocent --old sh --new evil; echo \"status=$?\"; "
       "echo evil | airlock tool write sub/.bashrc; echo \"status=$?\"");
   EXPECT_THAT(result.out, HasSubstr("\"code\":\"PROTECTED_PATH\"")) << result;
+  // The message names the tool, the canonical path and the rule (the policy may word it).
   EXPECT_THAT(result.out,
               HasSubstr(absl::StrCat("write ", workspace_.Child(".git/hooks/pre-commit"),
-                                     " refused: protected storage (rule protected:.git/hooks)")));
+                                     " refused")));
+  EXPECT_THAT(result.out, HasSubstr("protected:.git/hooks"));
   EXPECT_THAT(result.out, HasSubstr("preset workspace-write"));
   EXPECT_THAT(result.out, ::testing::Not(HasSubstr("status=0")));
   EXPECT_THAT(result.out, HasSubstr("status=3"));
@@ -147,12 +149,25 @@ TEST_P(FilesTest, ProtectOptionFencesAPathInsideTheWorkspace) {
       "echo evil | airlock tool write keys/new.pem; echo \"status=$?\"; "
       "airlock tool read keys/k.pem",
       {"--protect", workspace_.Child("keys")});
-  EXPECT_THAT(result.out, HasSubstr(absl::StrCat("(rule protect:", workspace_.Child("keys"), ")")))
-      << result;
+  EXPECT_THAT(result.out, HasSubstr("\"code\":\"PROTECTED_PATH\"")) << result;
+  EXPECT_THAT(result.out, HasSubstr(absl::StrCat("protect:", workspace_.Child("keys"))));
   EXPECT_THAT(result.out, ::testing::Not(HasSubstr("status=0")));
   EXPECT_THAT(result.out, HasSubstr("\"content\":\"key\""));  // still readable
   EXPECT_EQ(InWorkspace("keys/k.pem"), "key");
   EXPECT_EQ(InWorkspace("keys/new.pem"), "<missing>");
+}
+
+TEST_P(FilesTest, TheBrokersOwnStorageIsNeitherReadableNorWritable) {
+  home_.Write("planted.txt", "broker state");
+  CommandResult result = RunScript(absl::StrCat(
+      "airlock tool read ", home_.Child("planted.txt"), "; echo \"status=$?\"; ",
+      "airlock tool ls ", home_.path(), "; echo \"status=$?\"; ",
+      "echo evil | airlock tool write ", home_.Child("planted.txt"), "; echo \"status=$?\""));
+  EXPECT_THAT(result.out, HasSubstr("\"code\":\"PROTECTED_PATH\"")) << result;
+  EXPECT_THAT(result.out, HasSubstr("the broker's own storage"));
+  EXPECT_THAT(result.out, ::testing::Not(HasSubstr("broker state")));
+  EXPECT_THAT(result.out, ::testing::Not(HasSubstr("status=0")));
+  EXPECT_EQ(testing::ReadFileOrMissing(home_.Child("planted.txt")), "broker state");
 }
 
 TEST_P(FilesTest, HostilePathsAreInvalid) {
