@@ -5,7 +5,9 @@ namespace airlock::broker {
 void AddPolicyOptions(CLI::App* command, PolicyOptions* options) {
   command->add_option("--workspace", options->workspace,
                       "Workspace directory (default: the current directory)");
-  command->add_option("--root", options->roots, "Extra file-tool root (repeatable)");
+  // Repeatable options take one value each, so that `--` still starts the command.
+  command->add_option("--root", options->roots, "Extra file-tool root (repeatable)")
+      ->allow_extra_args(false);
   command->add_option("--preset,--permission-preset", options->preset,
                       "read-only | workspace-write | danger-full-access")
       ->check(CLI::IsMember({"read-only", "workspace-write", "danger-full-access"}));
@@ -15,7 +17,8 @@ void AddPolicyOptions(CLI::App* command, PolicyOptions* options) {
                       "Tools that accept-edits runs without asking (default write,edit)");
   command->add_option("--outside-workspace", options->outside_workspace, "deny | ask")
       ->check(CLI::IsMember({"deny", "ask"}));
-  command->add_option("--protect", options->protect, "Extra protected path (repeatable)");
+  command->add_option("--protect", options->protect, "Extra protected path (repeatable)")
+      ->allow_extra_args(false);
   command->add_option("--read-scope", options->read_scope, "workspace | any")
       ->check(CLI::IsMember({"workspace", "any"}));
   command->add_flag("--allow-unix-sockets", options->allow_unix_sockets,
