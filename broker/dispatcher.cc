@@ -222,8 +222,15 @@ v1::Response Dispatcher::Handle(const v1::Request& request, uint64_t channel,
       outcome.exit_code = response.bash().exit_code();
     }
   }
-  // Outcomes follow their durable intents; a later durable record or the seal syncs them.
-  (void)services_.audit->Append(outcome, audit::Durability::kBuffered);
+  // The outcome of anything that acted (write, edit, bash) is durable before the reply; reads
+  // and refusals are synced by the next durable record or the seal.
+  const bool acted = response.has_write() || response.has_edit() || response.has_bash();
+  if (absl::StatusOr<uint64_t> seq = services_.audit->Append(
+          outcome, acted ? audit::Durability::kDurable : audit::Durability::kBuffered);
+      !seq.ok()) {
+    AIRLOCK_LOG(kError, "audit log: the outcome of request ", request.id(),
+                " could not be recorded: ", seq.status().message());
+  }
   if (absl::Status s = services_.session->RecordToolResult(ToolResultOf(response)); !s.ok()) {
     AIRLOCK_LOG(kWarning, "session store: ", s.message());
   }

@@ -209,7 +209,8 @@ absl::StatusOr<int> Run(const RunOptions& options) {
   // The audit log: always on. The key from --audit-key-file, AIRLOCK_AUDIT_KEY, or the default.
   audit::AuditKeyOptions key_options;
   key_options.key_file = options.audit_key_file;
-  if (const char* env_key = std::getenv("AIRLOCK_AUDIT_KEY")) key_options.env_key = env_key;
+  // Taken out of the environment, so that nothing the broker starts can inherit it.
+  key_options.env_key = audit::TakeAuditKeyFromEnvironment();
   key_options.airlock_home = broker.home;
   AIRLOCK_ASSIGN_OR_RETURN(audit::AuditKey key, audit::LoadOrCreateAuditKey(key_options));
   std::string audit_path = options.audit_log;
@@ -219,6 +220,9 @@ absl::StatusOr<int> Run(const RunOptions& options) {
   }
   AIRLOCK_ASSIGN_OR_RETURN(broker.audit,
                            audit::AuditLog::Open(audit_path, key, broker.session_id));
+  if (broker.audit->open_outcome() == audit::OpenOutcome::kRecovered) {
+    std::cerr << "airlock: audit: " << broker.audit->recovery_detail() << "\n";
+  }
 
   // Broker state no tool, shell or worker may touch (SPEC §5, §9).
   std::vector<std::string> secrets = {broker.home, audit_path};
@@ -230,17 +234,17 @@ absl::StatusOr<int> Run(const RunOptions& options) {
     }
   }
 
+  ShellRunnerOptions shell_options;
+  shell_options.hidden_paths = secrets;
+  AIRLOCK_ASSIGN_OR_RETURN(broker.shell, ShellRunner::Create(std::move(shell_options)));
+  secrets.push_back(broker.shell->runtime_dir());
+
   FileToolsOptions file_options;
   file_options.roots = roots;
   file_options.protected_paths = protect;
   file_options.broker_secret_paths = secrets;
   file_options.reads_confined_to_roots = policy.read_scope() == ReadScope::kWorkspace;
   AIRLOCK_ASSIGN_OR_RETURN(broker.files, FileTools::Create(std::move(file_options)));
-
-  ShellRunnerOptions shell_options;
-  shell_options.hidden_paths = secrets;
-  AIRLOCK_ASSIGN_OR_RETURN(broker.shell, ShellRunner::Create(std::move(shell_options)));
-  secrets.push_back(broker.shell->runtime_dir());
 
   AIRLOCK_ASSIGN_OR_RETURN(broker.approver,
                            MakeApprover(FirstOf(options.approver, settings.approver())));

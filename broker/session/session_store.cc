@@ -153,7 +153,7 @@ absl::StatusOr<std::unique_ptr<SessionStore>> SessionStore::Create(const std::st
   header.set_workspace(workspace);
   std::unique_ptr<SessionStore> store(
       new SessionStore(path, std::move(fd), header, std::nullopt));
-  AIRLOCK_RETURN_IF_ERROR(store->AppendLine(header));
+  AIRLOCK_RETURN_IF_ERROR(store->AppendLine(header, /*durable=*/true));
   AIRLOCK_RETURN_IF_ERROR(FsyncDirectory(sessions_dir));
   return store;
 }
@@ -182,7 +182,7 @@ std::string SessionStore::RecordedPreset() const {
   return last_context_.has_value() ? last_context_->preset() : header_.permission_preset();
 }
 
-absl::Status SessionStore::AppendLine(const google::protobuf::Message& message) {
+absl::Status SessionStore::AppendLine(const google::protobuf::Message& message, bool durable) {
   std::string line;
   const auto status = google::protobuf::util::MessageToJsonString(message, &line);
   if (!status.ok()) return absl::InternalError("cannot serialize a session record");
@@ -193,7 +193,7 @@ absl::Status SessionStore::AppendLine(const google::protobuf::Message& message) 
   if (static_cast<size_t>(n) != line.size()) {
     return absl::DataLossError(absl::StrCat("short append to session ", path_));
   }
-  if (::fdatasync(fd_.get()) != 0) return LastErrnoStatus("fdatasync session", path_);
+  if (durable && ::fdatasync(fd_.get()) != 0) return LastErrnoStatus("fdatasync session", path_);
   return absl::OkStatus();
 }
 
@@ -203,7 +203,7 @@ absl::StatusOr<bool> SessionStore::RecordContextIfChanged(v1::ContextSnapshot sn
   if (snapshot.time().empty()) snapshot.set_time(NowRfc3339());
   v1::SessionEntry entry;
   *entry.mutable_context() = snapshot;
-  AIRLOCK_RETURN_IF_ERROR(AppendLine(entry));
+  AIRLOCK_RETURN_IF_ERROR(AppendLine(entry, /*durable=*/true));
   last_context_ = std::move(snapshot);
   return true;
 }
@@ -212,14 +212,15 @@ absl::Status SessionStore::RecordToolCall(const v1::ToolCallRecord& call) {
   std::lock_guard<std::mutex> lock(mutex_);
   v1::SessionEntry entry;
   *entry.mutable_tool_call() = call;
-  return AppendLine(entry);
+  // The call's record becomes durable with its result's (one fdatasync per call).
+  return AppendLine(entry, /*durable=*/false);
 }
 
 absl::Status SessionStore::RecordToolResult(const v1::ToolResultRecord& result) {
   std::lock_guard<std::mutex> lock(mutex_);
   v1::SessionEntry entry;
   *entry.mutable_tool_result() = result;
-  return AppendLine(entry);
+  return AppendLine(entry, /*durable=*/true);
 }
 
 }  // namespace airlock::broker

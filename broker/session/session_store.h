@@ -1,6 +1,7 @@
 // The session store: $AIRLOCK_HOME/sessions/<id>.jsonl. A version 2 header with the session's
 // permissionPreset, then one JSON line per context snapshot, tool call and tool result.
-// Approvals are never stored. Appends are one write(2) each, followed by fdatasync.
+// Approvals are never stored. Appends are one write(2) each; headers, snapshots and results are
+// followed by fdatasync (a call's record becomes durable with its result's).
 // A file that fails validation is rejected and never rewritten.
 #ifndef BROKER_SESSION_SESSION_STORE_H_
 #define BROKER_SESSION_SESSION_STORE_H_
@@ -72,7 +73,8 @@ class SessionStore {
         header_(std::move(header)),
         last_context_(std::move(last_context)) {}
 
-  absl::Status AppendLine(const google::protobuf::Message& message);
+  // One write(2); with `durable`, fdatasync too (which also syncs earlier buffered lines).
+  absl::Status AppendLine(const google::protobuf::Message& message, bool durable);
 
   const std::string path_;
   mutable std::mutex mutex_;
