@@ -1,5 +1,7 @@
 #include "broker/doctor_command.h"
 
+#include "broker/worker_launcher.h"
+
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/socket.h>
@@ -135,6 +137,9 @@ std::vector<DoctorCheck> Checks() {
       {"seccomp", true, CheckShellSeccomp},
       {"shell sandbox", true, CheckShellSandbox},
       {"landlock", false, CheckLandlock},
+      // A fully confined `true` through the whole worker chain; not required, since the
+      // broker itself refuses to start a worker without its layers unless told otherwise.
+      {"worker confinement", false, ProbeWorkerLaunch},
   };
 }
 
@@ -149,6 +154,10 @@ int RunDoctor() {
       std::cout << (check.required ? "FAIL  " : "warn  ") << check.name << ": "
                 << outcome.status().message() << "\n";
     }
+  }
+  for (const LayerReport& layer : ProbeWorkerLayers()) {
+    std::cout << (layer.available ? "ok    " : "FAIL  ") << "worker " << layer.name << ": "
+              << layer.detail << "\n";
   }
   std::cout << (all_required_ok ? "shell sandbox: available\n"
                                 : "shell sandbox: UNAVAILABLE (restricted shell calls are "

@@ -302,6 +302,7 @@ absl::StatusOr<int> Run(const RunOptions& options) {
   launch.working_directory = workspace;
   launch.isolate_network = options.worker_network == "none";
   launch.confinement = options.worker;
+  launch.confinement.allow_unix_sockets = options.policy.allow_unix_sockets;
   launch.hidden_paths = secrets;
 
   audit::AuditRecord start;
@@ -315,7 +316,7 @@ absl::StatusOr<int> Run(const RunOptions& options) {
                               "; agent: ", absl::StrJoin(options.agent_command, " "));
   AIRLOCK_RETURN_IF_ERROR(broker.audit->Append(start).status());
 
-  absl::StatusOr<pid_t> worker = LaunchWorker(launch);
+  absl::StatusOr<WorkerLaunch> worker = LaunchConfinedWorker(launch);
   if (!worker.ok()) {
     audit::AuditRecord failed;
     failed.event = audit::AuditEvent::kRunEnd;
@@ -325,11 +326,27 @@ absl::StatusOr<int> Run(const RunOptions& options) {
     (void)broker.audit->Seal("the worker could not be started");
     return worker.status();
   }
+  std::cerr << "airlock: " << worker->summary << "\n";
+  {
+    audit::AuditRecord confined;
+    confined.event = audit::AuditEvent::kRunStart;
+    confined.decision = "worker-started";
+    confined.detail = absl::StrCat(
+        "layers active: ", absl::StrJoin(worker->active, ","),
+        worker->accepted_missing.empty()
+            ? ""
+            : absl::StrCat("; accepted missing: ", absl::StrJoin(worker->accepted_missing, ",")),
+        worker->disabled_for_testing.empty()
+            ? ""
+            : absl::StrCat("; DISABLED FOR TESTING: ",
+                           absl::StrJoin(worker->disabled_for_testing, ",")));
+    AIRLOCK_RETURN_IF_ERROR(broker.audit->Append(confined).status());
+  }
   // Only the worker tree holds the worker end now: the acceptor sees a hang-up once it is gone.
   connector.worker_end.reset();
   broker.server->Start(std::move(connector.broker_end));
 
-  AIRLOCK_ASSIGN_OR_RETURN(ExitStatus status, WaitForExit(*worker));
+  AIRLOCK_ASSIGN_OR_RETURN(ExitStatus status, WaitForExit(worker->pid));
   broker.control.reset();
   broker.server->Stop();
   audit::AuditRecord end;
