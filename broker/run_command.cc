@@ -326,20 +326,13 @@ absl::StatusOr<int> Run(const RunOptions& options) {
     (void)broker.audit->Seal("the worker could not be started");
     return worker.status();
   }
-  std::cerr << "airlock: " << worker->summary << "\n";
+  std::cerr << "airlock: " << DescribeWorkerLaunch(*worker) << "\n";
   {
     audit::AuditRecord confined;
     confined.event = audit::AuditEvent::kRunStart;
     confined.decision = "worker-started";
-    confined.detail = absl::StrCat(
-        "layers active: ", absl::StrJoin(worker->active, ","),
-        worker->accepted_missing.empty()
-            ? ""
-            : absl::StrCat("; accepted missing: ", absl::StrJoin(worker->accepted_missing, ",")),
-        worker->disabled_for_testing.empty()
-            ? ""
-            : absl::StrCat("; DISABLED FOR TESTING: ",
-                           absl::StrJoin(worker->disabled_for_testing, ",")));
+    confined.detail = absl::StrCat(DescribeWorkerLaunch(*worker), "; layers active: ",
+                                   absl::StrJoin(worker->active, ","));
     AIRLOCK_RETURN_IF_ERROR(broker.audit->Append(confined).status());
   }
   // Only the worker tree holds the worker end now: the acceptor sees a hang-up once it is gone.

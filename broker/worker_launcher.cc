@@ -541,17 +541,22 @@ absl::StatusOr<WorkerLaunch> LaunchConfinedWorker(const WorkerLaunchOptions& opt
   return launch;
 }
 
-absl::StatusOr<pid_t> LaunchWorker(const WorkerLaunchOptions& options) {
-  AIRLOCK_ASSIGN_OR_RETURN(WorkerLaunch launch, LaunchConfinedWorker(options));
-  std::cerr << "airlock: worker confined: " << launch.summary;
+std::string DescribeWorkerLaunch(const WorkerLaunch& launch) {
+  std::string text = absl::StrCat("worker confined: ", launch.summary);
   if (!launch.accepted_missing.empty()) {
-    std::cerr << " (accepted missing: " << absl::StrJoin(launch.accepted_missing, ", ") << ")";
+    absl::StrAppend(&text, " (accepted missing: ", absl::StrJoin(launch.accepted_missing, ", "),
+                    ")");
   }
   if (!launch.disabled_for_testing.empty()) {
-    std::cerr << " (DISABLED for testing: " << absl::StrJoin(launch.disabled_for_testing, ", ")
-              << ")";
+    absl::StrAppend(&text, " (DISABLED for testing: ",
+                    absl::StrJoin(launch.disabled_for_testing, ", "), ")");
   }
-  std::cerr << "\n";
+  return text;
+}
+
+absl::StatusOr<pid_t> LaunchWorker(const WorkerLaunchOptions& options) {
+  AIRLOCK_ASSIGN_OR_RETURN(WorkerLaunch launch, LaunchConfinedWorker(options));
+  std::cerr << "airlock: " << DescribeWorkerLaunch(launch) << "\n";
   return launch.pid;
 }
 

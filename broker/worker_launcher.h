@@ -122,6 +122,10 @@ struct WorkerLaunch {
 // force (or reports why not). FailedPrecondition names the layer and the reason.
 [[nodiscard]] absl::StatusOr<WorkerLaunch> LaunchConfinedWorker(const WorkerLaunchOptions& options);
 
+// "worker confined: <layers> (accepted missing: …) (DISABLED for testing: …)", for stderr and
+// the audit log.
+std::string DescribeWorkerLaunch(const WorkerLaunch& launch);
+
 // LaunchConfinedWorker, printing the summary line on stderr; returns the worker's pid.
 [[nodiscard]] absl::StatusOr<pid_t> LaunchWorker(const WorkerLaunchOptions& options);
 
