@@ -85,6 +85,10 @@ TEST_F(ShellRunnerTest, CommandLineSeesWhatBashDashCWouldGiveIt) {
       v1::BashResult result,
       runner_->Run(Request("echo \"$# [$1] [${airlock_command-unset}] [${ok-unset}]\";"
                            "sleep 5 & until [ \"$(cat /proc/$!/comm)\" = sleep ]; do :; done;"
+                           // The kernel names the task before it closes close-on-exec
+                           // descriptors (bash's 255): wait, boundedly, for exec to finish.
+                           "i=0; while [ $i -lt 300 ] && [ \"$(ls /proc/$!/fd | sort -n | "
+                           "tr '\\n' ' ')\" != '0 1 2 ' ]; do i=$((i+1)); sleep 0.01; done;"
                            "ls /proc/$!/fd | sort -n | tr '\\n' ' '; echo; kill $!;"
                            "cat <<'EOT'\nheredoc $HOME\nEOT\nset -- a b; echo $#")));
   EXPECT_EQ(result.stdout(), "0 [] [unset] [unset]\n0 1 2 \nheredoc $HOME\n2\n")
