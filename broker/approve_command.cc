@@ -41,11 +41,16 @@ Terminal OpenTerminal() {
   return t;
 }
 
-std::string AnswerJson(bool approved) {
+std::string AnswerJson(const Answer& answer) {
   google::protobuf::Struct s;
-  (*s.mutable_fields())["approved"].set_bool_value(approved);
-  (*s.mutable_fields())["reason"].set_string_value(approved ? "approved with airlock approve"
-                                                            : "denied with airlock approve");
+  (*s.mutable_fields())["approved"].set_bool_value(answer.approved);
+  if (answer.approved) {
+    (*s.mutable_fields())["scope"].set_string_value(
+        answer.scope == Answer::Scope::kSession ? "session" : "once");
+  }
+  (*s.mutable_fields())["reason"].set_string_value(
+      answer.approved ? absl::StrCat(answer.reason, " with airlock approve")
+                      : absl::StrCat("denied with airlock approve (", answer.reason, ")"));
   std::string json;
   (void)google::protobuf::util::MessageToJsonString(s, &json);
   return json + "\n";
@@ -75,15 +80,18 @@ bool ServeOne(const std::string& socket_path, Terminal& terminal, bool first, in
   if (!request.ok()) {
     std::cerr << "airlock approve: unreadable request (" << request.status().message()
               << "); answering no\n";
-    (void)WriteFully(connection->get(), AnswerJson(false), "approval socket");
+    (void)WriteFully(connection->get(), AnswerJson(Answer::No("unreadable request")),
+                     "approval socket");
     return true;
   }
   if (terminal.is_tty) ::tcflush(terminal.in, TCIFLUSH);
-  (void)WriteFully(terminal.out, absl::StrCat("\n", RenderPrompt(*request), kApprovalQuestion),
-                   "terminal");
+  (void)WriteFully(terminal.out,
+                   absl::StrCat("\n", RenderPrompt(*request), QuestionFor(*request)), "terminal");
   absl::StatusOr<std::string> typed = ReadLineUntil(terminal.in, absl::InfiniteFuture(), 256);
-  const bool approved = typed.ok() && IsAffirmativeAnswer(*typed);
-  const bool sent = WriteFully(connection->get(), AnswerJson(approved), "approval socket").ok();
+  const Answer answer = typed.ok() ? AnswerFromTypedLine(*typed, *request, "interactively")
+                                   : Answer::No("end of input");
+  const bool approved = answer.approved;
+  const bool sent = WriteFully(connection->get(), AnswerJson(answer), "approval socket").ok();
   (void)WriteFully(terminal.out,
                    sent ? (approved ? "approved\n" : "denied\n")
                         : "the broker no longer waits for this answer (timed out)\n",

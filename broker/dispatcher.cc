@@ -17,6 +17,9 @@
 namespace airlock::broker {
 namespace {
 
+// A call_tool's arguments are kept in the session up to this size (their digest always).
+constexpr size_t kRecordedArgumentsBytes = 64 * 1024;
+
 // The session's record of a call: arguments, bulk bytes as size and digest.
 v1::ToolCallRecord ToolCallOf(const v1::Request& request) {
   v1::ToolCallRecord call;
@@ -48,6 +51,15 @@ v1::ToolCallRecord ToolCallOf(const v1::Request& request) {
       call.set_escalate(request.bash().sandbox_permissions() ==
                         v1::SANDBOX_PERMISSIONS_REQUIRE_ESCALATED);
       call.set_justification(request.bash().justification());
+      break;
+    case v1::Request::kCallTool:
+      call.set_tool_name(request.call_tool().name());
+      call.set_arguments_sha256(Sha256Hex(request.call_tool().arguments_json()));
+      if (request.call_tool().arguments_json().size() <= kRecordedArgumentsBytes) {
+        call.set_arguments_json(request.call_tool().arguments_json());
+      }
+      call.set_content_bytes(request.call_tool().arguments_json().size());
+      call.set_justification(request.call_tool().justification());
       break;
     default:
       break;
@@ -85,6 +97,15 @@ v1::ToolResultRecord ToolResultOf(const v1::Response& response) {
     case v1::Response::kBash:
       result.set_exit_code(response.bash().exit_code());
       break;
+    case v1::Response::kCallTool:
+      result.set_exit_code(response.call_tool().exit_code());
+      result.set_tool_is_error(response.call_tool().is_error());
+      result.set_bytes(response.call_tool().text().size());
+      result.set_content_sha256(Sha256Hex(response.call_tool().text()));
+      break;
+    case v1::Response::kListTools:
+      result.set_bytes(static_cast<uint64_t>(response.list_tools().tools_size()));
+      break;
     default:
       break;
   }
@@ -112,6 +133,8 @@ const char* ToolNameOf(const v1::Request& request) {
     case v1::Request::kBash: return "bash";
     case v1::Request::kCancel: return "cancel";
     case v1::Request::kGetContext: return "get_context";
+    case v1::Request::kListTools: return "list_tools";
+    case v1::Request::kCallTool: return "call_tool";
     case v1::Request::BODY_NOT_SET: return "none";
   }
   return "none";
@@ -131,6 +154,10 @@ v1::Response Dispatcher::Handle(const v1::Request& request, uint64_t channel,
   call.channel = channel;
   call.request_id = request.id();
   call.tool = ToolNameOf(request);
+  if (request.has_call_tool()) {
+    // The declared tool's name, bounded (it is the worker's text; the audit log escapes it).
+    call.tool = absl::StrCat("call_tool:", request.call_tool().name().substr(0, 128));
+  }
   call.policy = services_.policy->Current();
   call.audit = services_.audit;
   call.policy_state = services_.policy;
@@ -187,6 +214,17 @@ v1::Response Dispatcher::Handle(const v1::Request& request, uint64_t channel,
     case v1::Request::kGetContext:
       *response.mutable_context() = context;
       break;
+    case v1::Request::kListTools:
+      if (services_.tools != nullptr) {
+        *response.mutable_list_tools() = services_.tools->ListTools(*call.policy);
+      } else {
+        response.mutable_list_tools();
+      }
+      break;
+    case v1::Request::kCallTool:
+      SetResult(response, CallTool(request.call_tool(), request.id(), call, cancel), preset,
+                &v1::Response::mutable_call_tool);
+      break;
     case v1::Request::kCancel:
       // Cancels are answered by the server, which knows the channel's calls in flight.
       *response.mutable_error() = ToWireError(
@@ -220,11 +258,19 @@ v1::Response Dispatcher::Handle(const v1::Request& request, uint64_t channel,
       outcome.target = response.list().canonical_path();
     } else if (response.has_bash()) {
       outcome.exit_code = response.bash().exit_code();
+    } else if (response.has_call_tool()) {
+      outcome.exit_code = response.call_tool().exit_code();
+      outcome.content_sha256 = Sha256Hex(response.call_tool().text());
+      outcome.detail = absl::StrCat(response.call_tool().name(),
+                                    response.call_tool().is_error() ? ": the tool reported "
+                                                                      "failure"
+                                                                    : ": the tool succeeded");
     }
   }
   // The outcome of anything that acted (write, edit, bash) is durable before the reply; reads
   // and refusals are synced by the next durable record or the seal.
-  const bool acted = response.has_write() || response.has_edit() || response.has_bash();
+  const bool acted = response.has_write() || response.has_edit() || response.has_bash() ||
+                     response.has_call_tool();
   if (absl::StatusOr<uint64_t> seq = services_.audit->Append(
           outcome, acted ? audit::Durability::kDurable : audit::Durability::kBuffered);
       !seq.ok()) {
@@ -290,6 +336,62 @@ absl::StatusOr<v1::BashResult> Dispatcher::Bash(const v1::BashRequest& request,
   shell.escalated = permit.unsandboxed;
   shell.allow_unix_sockets = policy.allow_unix_sockets();
   return services_.shell->Run(shell, cancel);
+}
+
+absl::StatusOr<v1::CallToolResult> Dispatcher::CallTool(const v1::CallToolRequest& request,
+                                                        uint64_t request_id,
+                                                        const CallContext& call,
+                                                        CancelToken* cancel) {
+  const Policy& policy = *call.policy;
+  if (services_.tools == nullptr) {
+    return WireError(v1::NOT_FOUND, absl::StrCat("call_tool refused: no tool named '",
+                                                 request.name(), "' is declared (no tools.json)"));
+  }
+  ToolGateway& tools = *services_.tools;
+  // Found, arguments validated and path arguments classified: fences apply before anything
+  // is asked, so approving cannot open them.
+  AIRLOCK_ASSIGN_OR_RETURN(PreparedToolCall prepared,
+                           tools.Prepare(request, *services_.files, policy));
+  prepared.approval.request_id = request_id;
+  JournaledApprover approver(*services_.approver, call);
+  AIRLOCK_ASSIGN_OR_RETURN(
+      Authorization authorization,
+      Authorize(policy, prepared.policy_call, prepared.approval, approver,
+                services_.approval_timeout));
+  if (authorization.asked && authorization.answer.scope == Answer::Scope::kSession &&
+      prepared.approval.session_grant_offered) {
+    tools.Grant(prepared.name, policy.epoch());
+    audit::AuditRecord granted = call.Record(audit::AuditEvent::kDecision);
+    granted.decision = "session-grant";
+    granted.rule = authorization.decision.rule;
+    granted.detail = absl::StrCat("live-session grant for ", prepared.name,
+                                  " until the session ends or the policy changes (epoch ",
+                                  policy.epoch(), ")");
+    (void)services_.audit->Append(granted, audit::Durability::kBuffered);
+  }
+  AIRLOCK_ASSIGN_OR_RETURN(PolicyState::Execution execution,
+                           services_.policy->BeginExecution(policy.epoch()));
+  audit::AuditRecord intent = call.Record(audit::AuditEvent::kDecision);
+  intent.target = prepared.policy_call.target;
+  intent.command_sha256 = prepared.arguments_sha256;
+  intent.decision = authorization.asked ? "approved" : "allow";
+  intent.rule = authorization.decision.rule;
+  intent.justification = request.justification();
+  intent.detail = prepared.mcp
+                      ? absl::StrCat("intent: call MCP tool ", prepared.name)
+                      : absl::StrCat("intent: run command tool ", prepared.name,
+                                     policy.preset() == v1::PRESET_DANGER_FULL_ACCESS
+                                         ? " on the host"
+                                         : " sandboxed");
+  if (absl::StatusOr<uint64_t> seq = services_.audit->Append(intent, audit::Durability::kDurable);
+      !seq.ok()) {
+    return WithRule(WireError(v1::INTERNAL, absl::StrCat("call_tool ", prepared.name,
+                                                         " refused: the audit log cannot be "
+                                                         "written (", seq.status().message(),
+                                                         "); nothing ran")),
+                    "audit:unwritable");
+  }
+  return tools.Run(prepared, policy, cancel);
 }
 
 }  // namespace airlock::broker

@@ -14,6 +14,7 @@
 #include "broker/fs/file_tools.h"
 #include "broker/policy_state.h"
 #include "broker/session/session_store.h"
+#include "broker/tool_gateway.h"
 #include "platform/process/process_tree.h"
 
 namespace airlock::broker {
@@ -28,6 +29,9 @@ struct BrokerServices {
   PolicyState* policy = nullptr;
   // Default bash timeout when the request gives none.
   absl::Duration default_bash_timeout = absl::Minutes(10);
+  // Declared command tools and MCP servers; null: none declared (list_tools answers an empty
+  // list, call_tool NOT_FOUND).
+  ToolGateway* tools = nullptr;
 };
 
 class Dispatcher {
@@ -43,6 +47,9 @@ class Dispatcher {
  private:
   absl::StatusOr<v1::BashResult> Bash(const v1::BashRequest& request, uint64_t request_id,
                                       const struct CallContext& call, CancelToken* cancel);
+  absl::StatusOr<v1::CallToolResult> CallTool(const v1::CallToolRequest& request,
+                                              uint64_t request_id, const struct CallContext& call,
+                                              CancelToken* cancel);
 
   BrokerServices services_;
 };

@@ -28,7 +28,9 @@
 #include "broker/session/settings.h"
 #include "broker/fs/file_tools.h"
 #include "broker/policy_options.h"
+#include "broker/gateway/tool_config.h"
 #include "broker/server.h"
+#include "broker/tool_gateway.h"
 #include "broker/wire_error.h"
 #include "broker/worker_launcher.h"
 #include "platform/base/errno_status.h"
@@ -53,6 +55,7 @@ struct RunOptions {
   std::string audit_key_file;
   std::string session;
   std::string worker_network = "host";
+  std::string tools_file;  // empty: $AIRLOCK_HOME/tools.json when present
   WorkerConfinementOptions worker;
   std::vector<std::string> agent_command;
 };
@@ -102,6 +105,7 @@ struct Broker {
   std::unique_ptr<ShellRunner> shell;
   std::unique_ptr<Approver> approver;
   std::unique_ptr<PolicyState> policy;
+  std::unique_ptr<ToolGateway> tools;
   std::unique_ptr<Dispatcher> dispatcher;
   std::unique_ptr<Server> server;
   std::unique_ptr<ControlServer> control;
@@ -143,6 +147,29 @@ v1::ControlResponse HandleControl(Broker& broker, const v1::ControlRequest& requ
       response.set_message(std::string(changed.status().message()));
     } else {
       response.set_message(absl::StrCat("preset changed to ", PresetName(changed->preset())));
+    }
+  } else if (request.has_disable_mcp_server()) {
+    const std::string& server = request.disable_mcp_server();
+    const absl::Status disabled =
+        broker.tools != nullptr
+            ? broker.tools->DisableServer(server)
+            : WireError(v1::NOT_FOUND, "no MCP servers are declared (no tools.json)");
+    audit::AuditRecord record;
+    record.event = audit::AuditEvent::kDecision;
+    record.tool = "mcp";
+    record.target = server;
+    record.decision = disabled.ok() ? "mcp-server-disabled" : "refused";
+    record.rule = "operator:mcp-disable";
+    record.detail = disabled.ok() ? absl::StrCat("every later call to MCP server ", server,
+                                                 " is refused")
+                                  : std::string(disabled.message());
+    (void)broker.audit->Append(record);
+    if (!disabled.ok()) {
+      response.set_ok(false);
+      response.set_code(WireCodeOf(disabled));
+      response.set_message(std::string(disabled.message()));
+    } else {
+      response.set_message(absl::StrCat("MCP server ", server, " disabled"));
     }
   } else if (!request.has_status()) {
     response.set_ok(false);
@@ -267,6 +294,19 @@ absl::StatusOr<int> Run(const RunOptions& options) {
             .status());
   }
 
+  // Declared tools: --tools FILE, else $AIRLOCK_HOME/tools.json when present.
+  {
+    const std::string tools_path =
+        options.tools_file.empty() ? broker.home + "/tools.json" : options.tools_file;
+    absl::StatusOr<v1::ToolsConfig> tools = LoadToolsConfig(tools_path);
+    if (tools.ok()) {
+      broker.tools = std::make_unique<ToolGateway>(std::move(*tools), *broker.shell,
+                                                   absl::Minutes(10));
+    } else if (!absl::IsNotFound(tools.status()) || !options.tools_file.empty()) {
+      return tools.status();
+    }
+  }
+
   BrokerServices services;
   services.files = broker.files.get();
   services.shell = broker.shell.get();
@@ -275,6 +315,7 @@ absl::StatusOr<int> Run(const RunOptions& options) {
   services.audit = broker.audit.get();
   services.session = broker.session.get();
   services.policy = broker.policy.get();
+  services.tools = broker.tools.get();
   broker.dispatcher = std::make_unique<Dispatcher>(services);
   PolicyState* policy_state = broker.policy.get();
   broker.server = std::make_unique<Server>(
@@ -370,6 +411,9 @@ void AddRunCommand(CLI::App& app, int& exit_code) {
   command->add_option("--session", options->session, "Resume this session");
   command->add_option("--worker-network", options->worker_network, "host | none")
       ->check(CLI::IsMember({"host", "none"}));
+  command->add_option("--tools", options->tools_file,
+                      "Declared command tools and MCP servers (JSON; default "
+                      "$AIRLOCK_HOME/tools.json when present)");
   AddWorkerConfinementOptions(command, &options->worker);
   command->add_option("agent", options->agent_command, "The agent command, after --")
       ->required();

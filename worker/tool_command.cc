@@ -28,6 +28,8 @@ struct ToolOptions {
   uint32_t timeout_seconds = 0;
   bool escalate = false;
   std::string justification;
+  std::string tool_name;
+  std::string arguments_json;
 };
 
 int Finish(const ToolOutput& output) {
@@ -117,6 +119,28 @@ void AddToolCommand(CLI::App& app, int& exit_code) {
     body->set_timeout_seconds(options->timeout_seconds);
     body->set_sandbox_permissions(options->escalate ? v1::SANDBOX_PERMISSIONS_REQUIRE_ESCALATED
                                                     : v1::SANDBOX_PERMISSIONS_USE_DEFAULT);
+    body->set_justification(options->justification);
+    exit_code = CallBroker(std::move(request));
+  });
+
+  CLI::App* list = tool->add_subcommand(
+      "list", "List the declared command tools and MCP tools the broker offers");
+  list->callback([&exit_code] {
+    v1::Request request;
+    request.mutable_list_tools();
+    exit_code = CallBroker(std::move(request));
+  });
+
+  CLI::App* call = tool->add_subcommand("call", "Call a declared command tool or MCP tool");
+  call->add_option("name", options->tool_name, "The tool: NAME, or SERVER.TOOL for MCP tools")
+      ->required();
+  call->add_option("--args", options->arguments_json, "The arguments as one JSON object");
+  call->add_option("--justification", options->justification, "Shown to the approver");
+  call->callback([options, &exit_code] {
+    v1::Request request;
+    v1::CallToolRequest* body = request.mutable_call_tool();
+    body->set_name(options->tool_name);
+    body->set_arguments_json(options->arguments_json);
     body->set_justification(options->justification);
     exit_code = CallBroker(std::move(request));
   });

@@ -152,6 +152,8 @@ ToolOutput RenderResponse(const v1::Response& response) {
     case v1::Response::kBash: result = &response.bash(); break;
     case v1::Response::kCancel: result = &response.cancel(); break;
     case v1::Response::kContext: result = &response.context(); break;
+    case v1::Response::kListTools: result = &response.list_tools(); break;
+    case v1::Response::kCallTool: result = &response.call_tool(); break;
     default: {
       v1::Error error;
       error.set_code(v1::INTERNAL);

@@ -29,19 +29,25 @@ struct ApprovalRequest {
   std::string diff;            // unified diff, already bounded (file tools)
   std::string rule;            // the policy row that asks
   std::string reason;          // why it asks, in words
+  // MCP tools (SPEC §4): the approver may answer "allow this exact tool for the live
+  // session". Never offered for built-in or command tools; an offer-less session answer is
+  // taken as a one-call yes only where offered, else as a denial.
+  bool session_grant_offered = false;
 };
 
 struct Answer {
   bool approved = false;
   // Why (for the audit log and the refusal message): "approved on /dev/tty", "timeout", …
   std::string reason;
-  // Room for a future "allow this exact tool for the live session" answer (MCP tools, SPEC
-  // §4). Every approver today answers kOnce; the authorization path ignores anything else
-  // for built-in tools.
+  // kSession: "allow this exact tool for the live session" (MCP tools, SPEC §4), given only
+  // when the request offered it (ApprovalRequest::session_grant_offered).
   enum class Scope { kOnce, kSession };
   Scope scope = Scope::kOnce;
 
   static Answer Yes(std::string reason) { return Answer{true, std::move(reason), Scope::kOnce}; }
+  static Answer YesForSession(std::string reason) {
+    return Answer{true, std::move(reason), Scope::kSession};
+  }
   static Answer No(std::string reason) { return Answer{false, std::move(reason), Scope::kOnce}; }
 };
 

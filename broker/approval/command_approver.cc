@@ -170,8 +170,16 @@ Answer CommandApprover::Ask(const ApprovalRequest& request, absl::Duration timeo
   if (status->code != 0) {
     return Answer::No(absl::StrCat("the approver program exited with status ", status->code));
   }
-  if (absl::StripAsciiWhitespace(output) != "allow") {
-    return Answer::No("the approver program exited 0 without printing exactly 'allow'");
+  const absl::string_view said = absl::StripAsciiWhitespace(output);
+  if (said == "allow-session" && request.session_grant_offered) {
+    return Answer::YesForSession(
+        absl::StrCat("allowed by ", program_, " for the rest of the session"));
+  }
+  if (said != "allow") {
+    return Answer::No(request.session_grant_offered
+                          ? "the approver program exited 0 without printing exactly 'allow' or "
+                            "'allow-session'"
+                          : "the approver program exited 0 without printing exactly 'allow'");
   }
   return Answer::Yes(absl::StrCat("allowed by ", program_));
 }

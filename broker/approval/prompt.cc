@@ -51,6 +51,10 @@ std::string RenderPrompt(const ApprovalRequest& request) {
   Field(&out, "mode", request.mode);
   if (!request.rule.empty()) Field(&out, "rule", request.rule);
   if (!request.reason.empty()) Field(&out, "why asked", request.reason);
+  if (request.session_grant_offered) {
+    Field(&out, "grant", "'s' allows this exact tool, unasked, until the session ends or the "
+                         "preset changes");
+  }
   if (!request.content_sha256.empty()) {
     Field(&out, "content sha256",
           absl::StrCat(request.content_sha256.substr(0, kDigestPrefix), "..."));
@@ -71,6 +75,24 @@ bool IsAffirmativeAnswer(absl::string_view line) {
   return answer == "y" || answer == "yes";
 }
 
+absl::string_view QuestionFor(const ApprovalRequest& request) {
+  return request.session_grant_offered ? kSessionApprovalQuestion : kApprovalQuestion;
+}
+
+Answer AnswerFromTypedLine(absl::string_view line, const ApprovalRequest& request,
+                           absl::string_view approved_by) {
+  if (IsAffirmativeAnswer(line)) return Answer::Yes(absl::StrCat("approved ", approved_by));
+  const std::string answer = absl::AsciiStrToLower(absl::StripAsciiWhitespace(line));
+  if (answer == "s" || answer == "session") {
+    if (!request.session_grant_offered) {
+      return Answer::No("answered 'session', which is not offered for this tool");
+    }
+    return Answer::YesForSession(
+        absl::StrCat("approved for the rest of the session ", approved_by));
+  }
+  return Answer::No(answer.empty() ? "empty answer" : "answered no");
+}
+
 std::string RequestToJson(const ApprovalRequest& request) {
   google::protobuf::Struct s;
   PutString(&s, "request_id", absl::StrCat(request.request_id));
@@ -86,6 +108,7 @@ std::string RequestToJson(const ApprovalRequest& request) {
   PutString(&s, "diff", request.diff);
   PutString(&s, "rule", request.rule);
   PutString(&s, "reason", request.reason);
+  (*s.mutable_fields())["session_grant_offered"].set_bool_value(request.session_grant_offered);
   std::string json;
   // Every string was made valid UTF-8 above; should the converter still fail, send an object
   // no approver can mistake for a request.
@@ -124,12 +147,15 @@ absl::StatusOr<ApprovalRequest> RequestFromJson(absl::string_view json) {
   if (!id.empty() && !absl::SimpleAtoi(id, &request.request_id)) {
     return absl::InvalidArgumentError("field 'request_id' is not a number");
   }
-  auto escalated = s.fields().find("escalated");
-  if (escalated != s.fields().end()) {
-    if (escalated->second.kind_case() != google::protobuf::Value::kBoolValue) {
-      return absl::InvalidArgumentError("field 'escalated' is not a boolean");
+  for (const auto& [key, out] : std::initializer_list<std::pair<const char*, bool*>>{
+           {"escalated", &request.escalated},
+           {"session_grant_offered", &request.session_grant_offered}}) {
+    auto field = s.fields().find(key);
+    if (field == s.fields().end()) continue;
+    if (field->second.kind_case() != google::protobuf::Value::kBoolValue) {
+      return absl::InvalidArgumentError(absl::StrCat("field '", key, "' is not a boolean"));
     }
-    request.escalated = escalated->second.bool_value();
+    *out = field->second.bool_value();
   }
   if (request.tool.empty()) return absl::InvalidArgumentError("approval request names no tool");
   return request;

@@ -93,7 +93,7 @@ bool SendAllUntil(int fd, absl::string_view data, absl::Time deadline) {
   return true;
 }
 
-Answer ParseAnswer(const std::string& line) {
+Answer ParseAnswer(const std::string& line, const ApprovalRequest& request) {
   google::protobuf::Struct s;
   if (!google::protobuf::util::JsonStringToMessage(line, &s).ok()) {
     return Answer::No("the approver client sent something that is not a JSON answer");
@@ -109,6 +109,22 @@ Answer ParseAnswer(const std::string& line) {
     reason = r->second.string_value().substr(0, 200);
   }
   if (approved->second.bool_value()) {
+    auto scope = s.fields().find("scope");
+    if (scope != s.fields().end()) {
+      if (scope->second.kind_case() != google::protobuf::Value::kStringValue ||
+          (scope->second.string_value() != "once" && scope->second.string_value() != "session")) {
+        return Answer::No("the approver client's answer has an unknown 'scope'");
+      }
+      if (scope->second.string_value() == "session") {
+        if (!request.session_grant_offered) {
+          return Answer::No("the approver client answered for the session, which is not "
+                            "offered for this tool");
+        }
+        return Answer::YesForSession(reason.empty() ? "approved for the session by the socket "
+                                                      "client"
+                                                    : reason);
+      }
+    }
     return Answer::Yes(reason.empty() ? "approved by the socket client" : reason);
   }
   return Answer::No(reason.empty() ? "the socket client said no" : reason);
@@ -187,7 +203,7 @@ Answer SocketApprover::Ask(const ApprovalRequest& request, absl::Duration timeou
                             : absl::StrCat("the approver client hung up without an answer (",
                                            reply.status().message(), ")"));
     }
-    return ParseAnswer(*reply);
+    return ParseAnswer(*reply, request);
   }
 }
 

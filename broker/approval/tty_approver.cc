@@ -64,7 +64,7 @@ Answer TtyApprover::Ask(const ApprovalRequest& request, absl::Duration timeout) 
   }
   // Typeahead must not answer a prompt the human has not seen.
   ::tcflush(tty.get(), TCIFLUSH);
-  const std::string prompt = absl::StrCat("\n", RenderPrompt(request), kApprovalQuestion);
+  const std::string prompt = absl::StrCat("\n", RenderPrompt(request), QuestionFor(request));
   if (!WriteFully(tty.get(), prompt, terminal_path_).ok()) {
     return Answer::No("cannot write the prompt to the terminal");
   }
@@ -74,10 +74,8 @@ Answer TtyApprover::Ask(const ApprovalRequest& request, absl::Duration timeout) 
     answer = Answer::No(absl::IsDeadlineExceeded(line.status())
                             ? absl::StrCat("timeout after ", absl::FormatDuration(timeout))
                             : std::string(line.status().message()));
-  } else if (IsAffirmativeAnswer(*line)) {
-    answer = Answer::Yes("approved on the terminal");
   } else {
-    answer = Answer::No(line->empty() ? "empty answer" : "answered no");
+    answer = AnswerFromTypedLine(*line, request, "on the terminal");
   }
   const std::string verdict = answer.approved ? std::string("approved\n")
                                               : absl::StrCat("\ndenied: ", answer.reason, "\n");

@@ -15,6 +15,7 @@ namespace {
 struct CtlOptions {
   std::string socket;
   std::string preset;
+  std::string server;
 };
 
 int Send(const std::string& socket, const v1::ControlRequest& request) {
@@ -62,6 +63,16 @@ void AddCtlCommand(CLI::App& app, int& exit_code) {
   preset->callback([options, &exit_code] {
     v1::ControlRequest request;
     request.set_set_preset(options->preset);
+    exit_code = Send(options->socket, request);
+  });
+  CLI::App* mcp = ctl->add_subcommand("mcp", "Control the broker's MCP servers");
+  mcp->require_subcommand(1);
+  CLI::App* disable =
+      mcp->add_subcommand("disable", "Refuse every later call to an MCP server and stop it");
+  disable->add_option("server", options->server, "The server's name in tools.json")->required();
+  disable->callback([options, &exit_code] {
+    v1::ControlRequest request;
+    request.set_disable_mcp_server(options->server);
     exit_code = Send(options->socket, request);
   });
   CLI::App* status = ctl->add_subcommand("status", "Show the broker's current context");

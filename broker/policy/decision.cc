@@ -178,6 +178,33 @@ Authority DeclaredAuthority(const Policy& policy, const ToolCall& call) {
   return a;
 }
 
+// MCP tools (seed 003): path-like arguments are fenced first; then danger-full-access calls
+// without asking, and read-only and workspace-write ask unless the exact tool holds a
+// live-session grant. The server itself runs in the preset's shell sandbox either way.
+Authority McpAuthority(const Policy& policy, const ToolCall& call) {
+  const std::string preset = Preset(policy);
+  if (call.has_path_target) {
+    Authority fenced = WriteAuthority(policy, call);
+    if (fenced.refused) return fenced;
+  }
+  Authority a;
+  if (policy.preset() == v1::PRESET_DANGER_FULL_ACCESS) {
+    a.in_authority = true;
+    a.rule = "danger-full-access:mcp-call";
+    a.reason = "MCP calls run without asking under preset danger-full-access";
+  } else if (call.session_grant) {
+    a.in_authority = true;
+    a.rule = absl::StrCat(preset, ":mcp-session-grant");
+    a.reason = "the tool holds a live-session grant";
+  } else {
+    a.in_authority = false;
+    a.rule = absl::StrCat(preset, ":mcp-call");
+    a.reason = absl::StrCat("MCP calls ask under preset ", preset,
+                            " unless the tool holds a live-session grant");
+  }
+  return a;
+}
+
 bool IsDestructive(const ToolCall& call) {
   switch (call.kind) {
     case ToolKind::kRead:
@@ -188,6 +215,10 @@ bool IsDestructive(const ToolCall& call) {
       return true;
     case ToolKind::kDeclared:
       return call.destructive;
+    case ToolKind::kMcp:
+      // A granted tool runs unasked whatever the mode; otherwise every call is a write for
+      // the modes (default asks even under danger-full-access).
+      return !call.session_grant;
   }
   return true;
 }
@@ -250,6 +281,18 @@ ToolCall ToolCall::Declared(std::string name, bool destructive, bool has_path,
   return call;
 }
 
+ToolCall ToolCall::Mcp(std::string name, bool has_path, TargetClass worst_path_class,
+                       std::string class_rule, bool session_grant) {
+  ToolCall call;
+  call.kind = ToolKind::kMcp;
+  call.tool = std::move(name);
+  call.has_path_target = has_path;
+  call.target_class = worst_path_class;
+  call.class_rule = std::move(class_rule);
+  call.session_grant = session_grant;
+  return call;
+}
+
 const char* VerdictName(Verdict verdict) {
   switch (verdict) {
     case Verdict::kRun:
@@ -277,6 +320,9 @@ Decision Decide(const Policy& policy, const ToolCall& call) {
       break;
     case ToolKind::kDeclared:
       authority = DeclaredAuthority(policy, call);
+      break;
+    case ToolKind::kMcp:
+      authority = McpAuthority(policy, call);
       break;
   }
 

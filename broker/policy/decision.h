@@ -19,6 +19,8 @@ enum class ToolKind {
   kWrite,     // write, edit: file mutations bound to a MutationPlan
   kBash,      // a shell command
   kDeclared,  // a declared command tool; `destructive` makes it a write for the modes
+  kMcp,       // a tool of an MCP server: asks under read-only and workspace-write unless the
+              // exact tool holds a live-session grant
 };
 
 // What the policy needs to know about one call. Build it with the factories: the target
@@ -30,7 +32,8 @@ struct ToolCall {
   TargetClass target_class = TargetClass::kInsideRoots;
   std::string class_rule;         // FileTools' classification rule, e.g. "protected:.git/hooks"
   bool destructive = false;       // declared tools only
-  bool has_path_target = false;   // declared tools: target_class is meaningful
+  bool has_path_target = false;   // declared and MCP tools: target_class is meaningful
+  bool session_grant = false;     // MCP tools: the exact tool holds a live-session grant
   v1::SandboxPermissions sandbox_permissions = v1::SANDBOX_PERMISSIONS_UNSPECIFIED;
   std::string justification;
 
@@ -48,6 +51,10 @@ struct ToolCall {
   // arguments; `has_path` is false when it has none.
   static ToolCall Declared(std::string name, bool destructive, bool has_path,
                            TargetClass worst_path_class, std::string class_rule = {});
+  // An MCP tool ("server.tool"), with the same path-argument summary and whether it holds a
+  // live-session grant under the policy in force.
+  static ToolCall Mcp(std::string name, bool has_path, TargetClass worst_path_class,
+                      std::string class_rule, bool session_grant);
 };
 
 enum class Verdict { kRun, kAsk, kRefuse };

@@ -136,5 +136,26 @@ TEST_F(CommandApproverTest, CreateRefusesNonPaths) {
   EXPECT_FALSE(CommandApprover::Create(dir_.Child("missing")).ok());
 }
 
+TEST_F(CommandApproverTest, AllowSessionGrantsOnlyWhereOffered) {
+  // Offered (an MCP tool): allow-session is a session answer, allow a one-call answer.
+  ApprovalRequest mcp = Request();
+  mcp.tool = "docs.search";
+  mcp.session_grant_offered = true;
+  for (const auto& [body, scope] :
+       std::initializer_list<std::pair<const char*, Answer::Scope>>{
+           {"echo allow-session\n", Answer::Scope::kSession},
+           {"echo allow\n", Answer::Scope::kOnce}}) {
+    absl::StatusOr<std::unique_ptr<CommandApprover>> approver =
+        CommandApprover::Create(Script("approver", body));
+    ASSERT_TRUE(approver.ok()) << approver.status();
+    const Answer answer = (*approver)->Ask(mcp, absl::Seconds(10));
+    EXPECT_TRUE(answer.approved) << body << answer.reason;
+    EXPECT_EQ(answer.scope, scope) << body;
+  }
+  // Not offered (a file write): allow-session approves nothing.
+  const Answer answer = Ask("echo allow-session\n");
+  EXPECT_FALSE(answer.approved);
+}
+
 }  // namespace
 }  // namespace airlock::broker

@@ -111,5 +111,27 @@ TEST(RequestJsonTest, RejectsGarbage) {
               StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
+TEST(AnswerFromTypedLineTest, SessionAnswersOnlyWhereOffered) {
+  ApprovalRequest offered = FileRequest();
+  offered.session_grant_offered = true;
+  ApprovalRequest plain = FileRequest();
+  for (const char* line : {"s", "S", " session ", "SESSION"}) {
+    const Answer granted = AnswerFromTypedLine(line, offered, "on the terminal");
+    EXPECT_TRUE(granted.approved) << line;
+    EXPECT_EQ(granted.scope, Answer::Scope::kSession) << line;
+    EXPECT_FALSE(AnswerFromTypedLine(line, plain, "on the terminal").approved) << line;
+  }
+  const Answer once = AnswerFromTypedLine("y", offered, "on the terminal");
+  EXPECT_TRUE(once.approved);
+  EXPECT_EQ(once.scope, Answer::Scope::kOnce);
+  for (const char* line : {"", "n", "ss", "sessions", "always"}) {
+    EXPECT_FALSE(AnswerFromTypedLine(line, offered, "on the terminal").approved) << line;
+  }
+  EXPECT_EQ(QuestionFor(plain), kApprovalQuestion);
+  EXPECT_EQ(QuestionFor(offered), kSessionApprovalQuestion);
+  EXPECT_NE(RenderPrompt(offered).find("grant"), std::string::npos);
+  EXPECT_EQ(RenderPrompt(plain).find("grant:"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace airlock::broker

@@ -181,5 +181,36 @@ TEST_F(SocketApproverTest, ForeignUidClientIsNotServed) {
   EXPECT_THAT(answer.reason, HasSubstr("timeout"));
 }
 
+TEST_F(SocketApproverTest, SessionScopeIsHonouredOnlyWhereOffered) {
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(auto approver, SocketApprover::Listen(SocketPath()));
+  ApprovalRequest mcp = Request();
+  mcp.tool = "docs.search";
+  mcp.session_grant_offered = true;
+  std::string seen;
+  std::thread peer = Peer(SocketPath(), "{\"approved\": true, \"scope\": \"session\"}\n", &seen);
+  const Answer granted = approver->Ask(mcp, absl::Seconds(10));
+  peer.join();
+  EXPECT_TRUE(granted.approved) << granted.reason;
+  EXPECT_EQ(granted.scope, Answer::Scope::kSession);
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(ApprovalRequest shown, RequestFromJson(seen));
+  EXPECT_TRUE(shown.session_grant_offered);
+
+  // Not offered (a bash call): a session answer is a denial, not a one-call yes.
+  peer = Peer(SocketPath(), "{\"approved\": true, \"scope\": \"session\"}\n", &seen);
+  const Answer refused = approver->Ask(Request(), absl::Seconds(10));
+  peer.join();
+  EXPECT_FALSE(refused.approved);
+  EXPECT_THAT(refused.reason, HasSubstr("not offered"));
+
+  peer = Peer(SocketPath(), "{\"approved\": true, \"scope\": \"forever\"}\n", &seen);
+  EXPECT_FALSE(approver->Ask(mcp, absl::Seconds(10)).approved);
+  peer.join();
+  peer = Peer(SocketPath(), "{\"approved\": true, \"scope\": \"once\"}\n", &seen);
+  const Answer once = approver->Ask(mcp, absl::Seconds(10));
+  peer.join();
+  EXPECT_TRUE(once.approved);
+  EXPECT_EQ(once.scope, Answer::Scope::kOnce);
+}
+
 }  // namespace
 }  // namespace airlock::broker

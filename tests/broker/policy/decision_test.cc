@@ -1,5 +1,6 @@
 #include "broker/policy/decision.h"
 
+#include "absl/strings/str_cat.h"
 #include "broker/wire_error.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -209,6 +210,49 @@ TEST(DecideTest, DeclaredToolPathArgumentsAreFencedBeforeAnythingIsAsked) {
              ToolCall::Declared("deploy", true, false, TargetClass::kInsideRoots));
   EXPECT_EQ(read_only.verdict, Verdict::kRefuse);
   EXPECT_EQ(read_only.code, v1::DENIED);
+}
+
+TEST(DecideTest, McpCallsAskUnderRestrictedPresetsUnlessTheToolHoldsAGrant) {
+  for (v1::Preset preset : {v1::PRESET_READ_ONLY, v1::PRESET_WORKSPACE_WRITE}) {
+    for (v1::Mode mode : {v1::MODE_DEFAULT, v1::MODE_ACCEPT_EDITS, v1::MODE_ON_REQUEST}) {
+      const Policy policy = MakePolicy(preset, mode);
+      const Decision asked =
+          Decide(policy, ToolCall::Mcp("docs.search", false, TargetClass::kInsideRoots, "", false));
+      EXPECT_EQ(asked.verdict, Verdict::kAsk) << PresetName(preset) << " " << ModeName(mode);
+      EXPECT_EQ(asked.rule, absl::StrCat(PresetName(preset), ":mcp-call"));
+      const Decision granted =
+          Decide(policy, ToolCall::Mcp("docs.search", false, TargetClass::kInsideRoots, "", true));
+      EXPECT_EQ(granted.verdict, Verdict::kRun) << PresetName(preset) << " " << ModeName(mode);
+      EXPECT_EQ(granted.rule, absl::StrCat(PresetName(preset), ":mcp-session-grant"));
+    }
+    const Decision never = Decide(MakePolicy(preset, v1::MODE_NEVER),
+                                  ToolCall::Mcp("docs.search", false, TargetClass::kInsideRoots,
+                                                "", false));
+    EXPECT_EQ(never.verdict, Verdict::kRefuse);
+    EXPECT_EQ(never.code, v1::DENIED);
+  }
+  // Full access calls without asking (its default mode never); mode default still asks.
+  EXPECT_EQ(Decide(MakePolicy(v1::PRESET_DANGER_FULL_ACCESS, v1::MODE_NEVER),
+                   ToolCall::Mcp("docs.search", false, TargetClass::kInsideRoots, "", false))
+                .verdict,
+            Verdict::kRun);
+  EXPECT_EQ(Decide(MakePolicy(v1::PRESET_DANGER_FULL_ACCESS, v1::MODE_DEFAULT),
+                   ToolCall::Mcp("docs.search", false, TargetClass::kInsideRoots, "", false))
+                .verdict,
+            Verdict::kAsk);
+}
+
+TEST(DecideTest, McpPathArgumentsAreFencedEvenWithAGrant) {
+  const Policy policy = MakePolicy(v1::PRESET_WORKSPACE_WRITE, v1::MODE_ON_REQUEST);
+  const Decision outside = Decide(
+      policy, ToolCall::Mcp("fs.write", true, TargetClass::kOutsideRoots, "", /*granted=*/true));
+  EXPECT_EQ(outside.verdict, Verdict::kRefuse);
+  EXPECT_EQ(outside.code, v1::OUTSIDE_SANDBOX);
+  const Decision secret = Decide(
+      MakePolicy(v1::PRESET_DANGER_FULL_ACCESS, v1::MODE_NEVER),
+      ToolCall::Mcp("fs.read", true, TargetClass::kBrokerSecret, "broker-secret", false));
+  EXPECT_EQ(secret.verdict, Verdict::kRefuse);
+  EXPECT_EQ(secret.code, v1::PROTECTED_PATH);
 }
 
 TEST(RefusalStatusTest, NamesToolTargetRuleAndPreset) {
