@@ -37,9 +37,10 @@ absl::Status Problem(absl::string_view origin, absl::string_view field,
   return absl::InvalidArgumentError(absl::StrCat(origin, ": ", field, ": ", message));
 }
 
-// strict_json checks the top level and singular messages; a scalar given for a list inside a
-// list element (commandTools[0].argv = "x") is caught here, naming the element.
-absl::Status CheckListShapes(const Struct& object, const Descriptor& descriptor,
+// What strict_json leaves to the protobuf parser, which is lenient: a scalar given for a list
+// inside a list element (commandTools[0].argv = "x"), and a string for a boolean (protobuf 3.21
+// reads "destructive": "yes" as true and "0" as false). Both refused here, naming the field.
+absl::Status CheckShapes(const Struct& object, const Descriptor& descriptor,
                              const std::string& path, absl::string_view origin) {
   for (int i = 0; i < descriptor.field_count(); ++i) {
     const FieldDescriptor* field = descriptor.field(i);
@@ -53,6 +54,10 @@ absl::Status CheckListShapes(const Struct& object, const Descriptor& descriptor,
         value.kind_case() != Value::kNullValue) {
       return Problem(origin, where, "must be a JSON array");
     }
+    if (field->type() == FieldDescriptor::TYPE_BOOL && !field->is_repeated() &&
+        value.kind_case() != Value::kBoolValue && value.kind_case() != Value::kNullValue) {
+      return Problem(origin, where, "must be true or false");
+    }
     if (field->type() != FieldDescriptor::TYPE_MESSAGE ||
         field->message_type()->file()->package() == "google.protobuf") {
       continue;  // scalars, and well-known types such as the parameters Struct
@@ -61,12 +66,12 @@ absl::Status CheckListShapes(const Struct& object, const Descriptor& descriptor,
       const auto& items = value.list_value().values();
       for (int k = 0; k < items.size(); ++k) {
         if (items[k].kind_case() != Value::kStructValue) continue;  // the parser refuses these
-        AIRLOCK_RETURN_IF_ERROR(CheckListShapes(items[k].struct_value(), *field->message_type(),
+        AIRLOCK_RETURN_IF_ERROR(CheckShapes(items[k].struct_value(), *field->message_type(),
                                                 absl::StrCat(where, "[", k, "]"), origin));
       }
     } else if (!field->is_repeated() && value.kind_case() == Value::kStructValue) {
       AIRLOCK_RETURN_IF_ERROR(
-          CheckListShapes(value.struct_value(), *field->message_type(), where, origin));
+          CheckShapes(value.struct_value(), *field->message_type(), where, origin));
     }
   }
   return absl::OkStatus();
@@ -214,7 +219,7 @@ absl::StatusOr<v1::ToolsConfig> ParseToolsConfig(absl::string_view json,
   Struct generic;
   const google::protobuf::StringPiece text(json.data(), json.size());
   if (google::protobuf::util::JsonStringToMessage(text, &generic).ok()) {
-    AIRLOCK_RETURN_IF_ERROR(CheckListShapes(generic, *config.GetDescriptor(), "", origin));
+    AIRLOCK_RETURN_IF_ERROR(CheckShapes(generic, *config.GetDescriptor(), "", origin));
   }
   AIRLOCK_RETURN_IF_ERROR(Validate(config, origin));
   return config;
