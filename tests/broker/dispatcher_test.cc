@@ -5,10 +5,12 @@
 
 #include <memory>
 
+#include "absl/strings/str_cat.h"
 #include "broker/audit/audit_key.h"
 #include "broker/audit/audit_log.h"
 #include "broker/exec/shell_runner.h"
 #include "broker/fs/file_tools.h"
+#include "broker/gateway/tool_config.h"
 #include "broker/policy/policy.h"
 #include "broker/policy_state.h"
 #include "broker/session/session_store.h"
@@ -78,6 +80,12 @@ class DispatcherTest : public ::testing::Test {
     services.audit = audit_.get();
     services.session = session_.get();
     services.policy = policy_.get();
+    if (!tools_json_.empty()) {
+      auto config = ParseToolsConfig(tools_json_, "tools.json");
+      ASSERT_TRUE(config.ok()) << config.status();
+      tools_ = std::make_unique<ToolGateway>(std::move(*config), *shell_, absl::Seconds(30));
+      services.tools = tools_.get();
+    }
     dispatcher_ = std::make_unique<Dispatcher>(services);
   }
 
@@ -99,6 +107,8 @@ class DispatcherTest : public ::testing::Test {
   std::unique_ptr<SessionStore> session_;
   std::unique_ptr<PolicyState> policy_;
   std::unique_ptr<testing::FakeApprover> approver_;
+  std::string tools_json_;  // set before Start() to declare tools
+  std::unique_ptr<ToolGateway> tools_;
   std::unique_ptr<Dispatcher> dispatcher_;
   uint64_t next_id_ = 1;
 };
@@ -270,6 +280,120 @@ TEST_F(DispatcherTest, EscalatedBashWithoutJustificationIsInvalid) {
   v1::Response response = dispatcher_->Handle(request, 1, nullptr);
   ASSERT_TRUE(response.has_error());
   EXPECT_EQ(response.error().code(), v1::INVALID_ARGUMENT);
+  EXPECT_EQ(approver_->calls(), 0);
+}
+
+// A destructive command tool writing TEXT to PATH, and a declared MCP server that is never
+// started by these tests.
+constexpr char kToolsJson[] = R"({
+  "commandTools": [
+    {"name": "stamp", "destructive": true,
+     "parameters": {"type": "object",
+                    "properties": {"path": {"type": "string"}, "text": {"type": "string"}},
+                    "required": ["path", "text"]},
+     "argv": ["/bin/sh", "-c", "printf '%s' \"$1\" > \"$0\"", "{path}", "{text}"]}
+  ],
+  "mcpServers": [{"name": "docs", "command": "/nonexistent/server"}]
+})";
+
+v1::Request CallTool(uint64_t id, const std::string& name, const std::string& arguments) {
+  v1::Request request;
+  request.set_id(id);
+  request.mutable_call_tool()->set_name(name);
+  request.mutable_call_tool()->set_arguments_json(arguments);
+  return request;
+}
+
+TEST_F(DispatcherTest, WithoutDeclaredToolsListToolsIsEmptyAndCallToolNotFound) {
+  Start(v1::PRESET_WORKSPACE_WRITE, v1::MODE_ON_REQUEST, true);
+  v1::Request list;
+  list.set_id(1);
+  list.mutable_list_tools();
+  v1::Response listed = dispatcher_->Handle(list, 1, nullptr);
+  ASSERT_TRUE(listed.has_list_tools()) << listed.DebugString();
+  EXPECT_EQ(listed.list_tools().tools_size(), 0);
+  v1::Response called = dispatcher_->Handle(CallTool(2, "stamp", "{}"), 1, nullptr);
+  ASSERT_TRUE(called.has_error());
+  EXPECT_EQ(called.error().code(), v1::NOT_FOUND);
+}
+
+TEST_F(DispatcherTest, ACommandToolRunsInTheSandboxWithItsIntentAudited) {
+  tools_json_ = kToolsJson;
+  Start(v1::PRESET_WORKSPACE_WRITE, v1::MODE_ON_REQUEST, false);
+  v1::Response response = dispatcher_->Handle(
+      CallTool(3, "stamp", R"({"path":"s.txt","text":"stamped"})"), 1, nullptr);
+  ASSERT_TRUE(response.has_call_tool()) << response.DebugString();
+  EXPECT_EQ(response.call_tool().exit_code(), 0) << response.call_tool().stderr();
+  EXPECT_FALSE(response.call_tool().is_error());
+  EXPECT_EQ(ReadFileOrMissing(workspace_.Child("s.txt")), "stamped");
+  ASSERT_EQ(response.call_tool().checked_paths_size(), 1);
+  EXPECT_EQ(response.call_tool().checked_paths(0), workspace_.Child("s.txt"));
+  EXPECT_EQ(approver_->calls(), 0);  // in authority under on-request
+  ASSERT_THAT(audit_->Flush(), airlock::testing::IsOk());
+  EXPECT_THAT(AuditText(), HasSubstr("intent: run command tool stamp sandboxed"));
+  EXPECT_THAT(AuditText(), HasSubstr("call_tool:stamp"));
+}
+
+TEST_F(DispatcherTest, ACommandToolAsksInDefaultModeAndADenialRunsNothing) {
+  tools_json_ = kToolsJson;
+  Start(v1::PRESET_WORKSPACE_WRITE, v1::MODE_DEFAULT, false);
+  v1::Response response = dispatcher_->Handle(
+      CallTool(4, "stamp", R"({"path":"s.txt","text":"stamped"})"), 1, nullptr);
+  ASSERT_TRUE(response.has_error()) << response.DebugString();
+  EXPECT_EQ(response.error().code(), v1::NOT_APPROVED);
+  EXPECT_EQ(approver_->calls(), 1);
+  EXPECT_EQ(approver_->last_request().tool, "stamp");
+  EXPECT_THAT(approver_->last_request().command, HasSubstr("printf"));
+  EXPECT_FALSE(approver_->last_request().session_grant_offered);
+  EXPECT_EQ(ReadFileOrMissing(workspace_.Child("s.txt")), "<missing>");
+}
+
+TEST_F(DispatcherTest, PathArgumentsAreFencedBeforeTheApproverIsAsked) {
+  tools_json_ = kToolsJson;
+  Start(v1::PRESET_WORKSPACE_WRITE, v1::MODE_DEFAULT, true);
+  for (const char* path : {"/etc/passwd", "../escape.txt", ".git/hooks/pre-commit"}) {
+    v1::Response response = dispatcher_->Handle(
+        CallTool(5, "stamp", absl::StrCat(R"({"path":")", path, R"(","text":"x"})")), 1, nullptr);
+    ASSERT_TRUE(response.has_error()) << path;
+    EXPECT_TRUE(response.error().code() == v1::OUTSIDE_SANDBOX ||
+                response.error().code() == v1::PROTECTED_PATH)
+        << path << ": " << response.error().message();
+  }
+  EXPECT_EQ(approver_->calls(), 0);
+  EXPECT_EQ(ReadFileOrMissing(workspace_.Child("../escape.txt")), "<missing>");
+}
+
+TEST_F(DispatcherTest, BadToolArgumentsAreInvalidArgument) {
+  tools_json_ = kToolsJson;
+  Start(v1::PRESET_WORKSPACE_WRITE, v1::MODE_ON_REQUEST, true);
+  for (const char* arguments : {"[1,2]", "{\"path\":", R"({"path":"a"})",
+                                R"({"path":"a","text":"b","extra":1})", "17"}) {
+    v1::Response response = dispatcher_->Handle(CallTool(6, "stamp", arguments), 1, nullptr);
+    ASSERT_TRUE(response.has_error()) << arguments;
+    EXPECT_EQ(response.error().code(), v1::INVALID_ARGUMENT) << arguments;
+  }
+  EXPECT_EQ(approver_->calls(), 0);
+}
+
+TEST_F(DispatcherTest, ADisabledServerIsRefusedAndGrantsEndWithThePolicyEpoch) {
+  tools_json_ = kToolsJson;
+  Start(v1::PRESET_WORKSPACE_WRITE, v1::MODE_ON_REQUEST, true);
+  const uint64_t epoch = policy_->Current()->epoch();
+  tools_->Grant("docs.search", epoch);
+  EXPECT_TRUE(tools_->HasGrant("docs.search", epoch));
+  EXPECT_FALSE(tools_->HasGrant("docs.fetch", epoch));  // that exact tool only
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(
+      v1::Context changed,
+      policy_->ChangePreset(v1::PRESET_READ_ONLY, [](const v1::Context&) { return absl::OkStatus(); },
+                            [](const v1::Context&) {}));
+  EXPECT_FALSE(tools_->HasGrant("docs.search", changed.policy_epoch()));
+
+  EXPECT_EQ(WireCodeOf(tools_->DisableServer("nosuch")), v1::NOT_FOUND);
+  ASSERT_THAT(tools_->DisableServer("docs"), airlock::testing::IsOk());
+  v1::Response response = dispatcher_->Handle(CallTool(7, "docs.search", "{}"), 1, nullptr);
+  ASSERT_TRUE(response.has_error());
+  EXPECT_EQ(response.error().code(), v1::DENIED);
+  EXPECT_EQ(response.error().rule(), "mcp:server-disabled");
   EXPECT_EQ(approver_->calls(), 0);
 }
 
