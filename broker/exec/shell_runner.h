@@ -86,6 +86,9 @@ class SandboxedProcess {
   // Kills the whole tree (SIGKILL to its group; under bwrap, its pid namespace goes with it),
   // reaps it, removes the private call directory and the masks' mount points. Idempotent.
   void Stop();
+  // Kills the tree now, from any thread (a call waiting on the server then sees EOF); Stop()
+  // still does the cleanup.
+  void Kill() { process_->Kill(); }
 
   v1::Preset preset() const { return preset_; }
   bool sandboxed() const { return !call_dir_.empty(); }

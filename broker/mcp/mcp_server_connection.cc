@@ -67,10 +67,10 @@ absl::StatusOr<McpCallResult> McpServerConnection::CallTool(
 }
 
 void McpServerConnection::Stop() {
+  if (process_ != nullptr) process_->Kill();  // ends a call in flight, which holds the mutex
   std::lock_guard<std::mutex> lock(mutex_);
   client_.reset();
   if (process_ != nullptr) process_->Stop();
-  process_.reset();
 }
 
 bool McpServerConnection::usable() {

@@ -35,15 +35,15 @@ class McpServerConnection {
                                                        const google::protobuf::Struct& arguments,
                                                        CancelToken* cancel = nullptr,
                                                        absl::Duration timeout = {});
-  // Kills the server's tree and removes its private temp directory. Idempotent; later calls
-  // fail.
+  // Kills the server's tree (a call in flight fails at once) and removes its private temp
+  // directory. Idempotent; later calls fail.
   void Stop();
 
   // Broken, stopped, or the server exited: start a new connection.
   bool usable();
   const std::string& name() const { return name_; }
   v1::Preset preset() const { return preset_; }
-  // The process (for tests and diagnostics); null once stopped.
+  // The process (for tests and diagnostics), stopped or not.
   SandboxedProcess* process() { return process_.get(); }
 
  private:
@@ -55,9 +55,10 @@ class McpServerConnection {
   const std::string name_;
   const v1::Preset preset_;
   const absl::Duration timeout_;
-  std::mutex mutex_;  // one request at a time
+  // Set by Start() and kept until destruction, so that Stop() can kill it without the mutex.
   std::unique_ptr<SandboxedProcess> process_;
-  std::unique_ptr<McpClient> client_;
+  std::mutex mutex_;  // one request at a time
+  std::unique_ptr<McpClient> client_;  // null once stopped
 };
 
 }  // namespace airlock::broker

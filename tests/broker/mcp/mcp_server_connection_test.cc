@@ -76,14 +76,10 @@ class McpServerConnectionTest : public ::testing::Test {
  protected:
   void SetUp() override {
     // Outside /tmp (which the sandbox replaces by its private one), so that a path beside the
-    // workspace is visible — read-only — inside the sandbox.
-    char exe[PATH_MAX];
-    const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    ASSERT_GT(n, 0);
-    std::string dir(exe, static_cast<size_t>(n));
-    dir.resize(dir.rfind('/'));
-    std::string base = dir + "/mcp-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(base.data()), nullptr);
+    // workspace is visible — read-only — inside the sandbox. /var/tmp is writable for an
+    // unprivileged user too.
+    std::string base = "/var/tmp/airlock-mcp-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(base.data()), nullptr) << "mkdtemp in /var/tmp";
     char canonical[PATH_MAX];
     ASSERT_NE(::realpath(base.c_str(), canonical), nullptr);
     base_ = canonical;
@@ -248,6 +244,38 @@ TEST_F(McpServerConnectionTest, ConcurrentCallsAreSerialized) {
   }
   for (std::thread& thread : threads) thread.join();
   EXPECT_EQ(good.load(), 40);
+}
+
+TEST_F(McpServerConnectionTest, StopEndsACallInFlight) {
+  if (!SandboxWorks()) GTEST_SKIP() << "bwrap is not usable here";
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(std::unique_ptr<McpServerConnection> server,
+                               Start(v1::PRESET_WORKSPACE_WRITE));
+  absl::StatusOr<McpCallResult> slow;
+  const auto start = std::chrono::steady_clock::now();
+  std::thread caller([&] { slow = server->CallTool("sleep", Args(R"({"seconds":30})")); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  server->Stop();
+  caller.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_FALSE(slow.ok());
+  EXPECT_EQ(ProcessesTagged(tag_), 0);
+}
+
+TEST_F(McpServerConnectionTest, CancelStopsTheServer) {
+  if (!SandboxWorks()) GTEST_SKIP() << "bwrap is not usable here";
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(std::unique_ptr<McpServerConnection> server,
+                               Start(v1::PRESET_WORKSPACE_WRITE));
+  CancelToken cancel;
+  std::thread canceller([&cancel] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    cancel.Cancel();
+  });
+  auto slow = server->CallTool("sleep", Args(R"({"seconds":30})"), &cancel);
+  canceller.join();
+  EXPECT_EQ(WireCodeOf(slow.status()), v1::CANCELLED);
+  // The server's work is abandoned with it: the tree is gone, a new connection is needed.
+  EXPECT_FALSE(server->usable());
+  EXPECT_EQ(ProcessesTagged(tag_), 0);
 }
 
 TEST_F(McpServerConnectionTest, ChattyStderrNeitherBlocksNorGrows) {
