@@ -393,38 +393,18 @@ TEST_F(ScriptedTest, NestingIsCountedOutsideStrings) {
   EXPECT_TRUE(client->ListTools(absl::Milliseconds(500)).ok());
 }
 
-TEST_F(ScriptedTest, DeepestAllowedNestingParsesInBoundedTime) {
-  // 1 MiB of the deepest nesting allowed (3 + 37 levels), repeated: the parse time stays
-  // bounded (about a second per MiB here; the line limit is 4 MiB).
+TEST_F(ScriptedTest, DeepestAllowedNestingIsAccepted) {
+  // The client's bound (40 levels: 3 of the envelope, 37 below) stays under protobuf's own
+  // recursion limit, so what the client lets through also parses.
   std::string items;
   const std::string item = std::string(37, '[') + std::string(37, ']');
-  while (items.size() < 1024 * 1024) items += item + ",";
+  while (items.size() < 32 * 1024) items += item + ",";
   items.pop_back();
-  const std::string line = R"({"jsonrpc":"2.0","id":2,"result":{"tools":[],"x":[)" + items + "]}}\n";
-  int out[2];
-  ASSERT_EQ(::pipe2(out, O_CLOEXEC), 0);
-  // Too big for the pipe: written by a thread while the client reads.
-  std::thread writer([&] {
-    const std::string all =
-        R"({"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{}}})"
-        "\n" + line;
-    size_t done = 0;
-    while (done < all.size()) {
-      const ssize_t n = ::write(out[1], all.data() + done, all.size() - done);
-      if (n <= 0) break;
-      done += static_cast<size_t>(n);
-    }
-  });
-  auto client = McpClient::Connect(to_server_write_, out[0], "big", absl::Seconds(10));
-  ASSERT_TRUE(client.ok()) << client.status();
-  const auto start = std::chrono::steady_clock::now();
-  auto tools = (*client)->ListTools(absl::Seconds(30));
-  const auto elapsed = std::chrono::steady_clock::now() - start;
-  writer.join();
-  ::close(out[0]);
-  ::close(out[1]);
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<McpClient> client,
+      Connect(R"({"jsonrpc":"2.0","id":2,"result":{"tools":[],"x":[)" + items + "]}}\n"));
+  auto tools = client->ListTools(absl::Seconds(10));
   EXPECT_TRUE(tools.ok()) << tools.status();
-  EXPECT_LT(elapsed, std::chrono::seconds(20));
 }
 
 TEST_F(ScriptedTest, CallResultShapes) {
