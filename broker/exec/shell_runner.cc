@@ -101,31 +101,8 @@ absl::StatusOr<v1::BashResult> ShellRunner::Run(const ShellRequest& request,
     if (request.preset != v1::PRESET_READ_ONLY && request.preset != v1::PRESET_WORKSPACE_WRITE) {
       return WireError(v1::INVALID_ARGUMENT, "bash: no preset given");
     }
-    if (request.roots.empty()) return Unavailable(request.preset, "no roots");
-    // The roots were fixed at start; a root replaced since then (a link, another directory)
-    // makes every call fail.
-    for (const std::string& root : request.roots) {
-      absl::StatusOr<std::string> now = Canonical(root);
-      if (!now.ok() || *now != root) {
-        return Unavailable(request.preset,
-                           absl::StrCat("root ", root, " no longer resolves to itself"));
-      }
-    }
-    const std::string requested_cwd = request.cwd.empty() ? request.roots[0] : request.cwd;
-    absl::StatusOr<std::string> cwd = Canonical(requested_cwd);
-    bool inside = false;
-    if (cwd.ok()) {
-      for (const std::string& root : request.roots) inside |= IsAtOrUnder(*cwd, root);
-    }
-    if (!inside) {
-      return WithRule(
-          WireError(v1::OUTSIDE_SANDBOX,
-                    absl::StrCat("refused: bash working directory ",
-                                 cwd.ok() ? *cwd : requested_cwd,
-                                 " is not inside the roots (rule cwd-inside-roots, preset ",
-                                 PresetName(request.preset), ")")),
-          "cwd-inside-roots");
-    }
+    absl::StatusOr<std::string> cwd = SandboxCwd(request);
+    if (!cwd.ok()) return cwd.status();
     run = RunSandboxed(request, *cwd, cancel);
   }
   if (!run.ok()) return run.status();
@@ -147,16 +124,40 @@ absl::StatusOr<v1::BashResult> ShellRunner::Run(const ShellRequest& request,
   return result;
 }
 
-absl::StatusOr<TreeRunResult> ShellRunner::RunSandboxed(const ShellRequest& request,
-                                                        const std::string& cwd,
-                                                        CancelToken* cancel) {
-  absl::StatusOr<CallDir> call = MakeCallDir(runtime_dir_);
-  if (!call.ok()) {
-    return Unavailable(request.preset, absl::StrCat("cannot create the private temp directory: ",
-                                                    call.status().message()));
+absl::StatusOr<std::string> ShellRunner::SandboxCwd(const ShellRequest& request) {
+  if (request.roots.empty()) return Unavailable(request.preset, "no roots");
+  // The roots were fixed at start; a root replaced since then (a link, another directory)
+  // makes every call fail.
+  for (const std::string& root : request.roots) {
+    absl::StatusOr<std::string> now = Canonical(root);
+    if (!now.ok() || *now != root) {
+      return Unavailable(request.preset,
+                         absl::StrCat("root ", root, " no longer resolves to itself"));
+    }
   }
-  linux_sandbox::SandboxRunOptions sandbox;
-  linux_sandbox::ShellSandboxLayout& layout = sandbox.layout;
+  const std::string requested_cwd = request.cwd.empty() ? request.roots[0] : request.cwd;
+  absl::StatusOr<std::string> cwd = Canonical(requested_cwd);
+  bool inside = false;
+  if (cwd.ok()) {
+    for (const std::string& root : request.roots) inside |= IsAtOrUnder(*cwd, root);
+  }
+  if (!inside) {
+    return WithRule(
+        WireError(v1::OUTSIDE_SANDBOX,
+                  absl::StrCat("refused: bash working directory ",
+                               cwd.ok() ? *cwd : requested_cwd,
+                               " is not inside the roots (rule cwd-inside-roots, preset ",
+                               PresetName(request.preset), ")")),
+        "cwd-inside-roots");
+  }
+  return *cwd;
+}
+
+// The layout shared by one-shot calls and kept servers. On failure the call directory is
+// removed.
+absl::Status ShellRunner::LayOutSandbox(const ShellRequest& request, const std::string& cwd,
+                                        const CallDir* call,
+                                        linux_sandbox::ShellSandboxLayout& layout) {
   layout.private_tmp = call->tmp;
   layout.empty_dir = call->empty_dir;
   layout.empty_file = call->empty_file;
@@ -182,6 +183,20 @@ absl::StatusOr<TreeRunResult> ShellRunner::RunSandboxed(const ShellRequest& requ
   } else {
     layout.readonly_roots = request.roots;
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TreeRunResult> ShellRunner::RunSandboxed(const ShellRequest& request,
+                                                        const std::string& cwd,
+                                                        CancelToken* cancel) {
+  absl::StatusOr<CallDir> call = MakeCallDir(runtime_dir_);
+  if (!call.ok()) {
+    return Unavailable(request.preset, absl::StrCat("cannot create the private temp directory: ",
+                                                    call.status().message()));
+  }
+  linux_sandbox::SandboxRunOptions sandbox;
+  linux_sandbox::ShellSandboxLayout& layout = sandbox.layout;
+  AIRLOCK_RETURN_IF_ERROR(LayOutSandbox(request, cwd, &*call, layout));
   sandbox.command.argv = request.argv;
   sandbox.command.shell_line = request.command;
   sandbox.allow_unix_sockets = request.allow_unix_sockets;
@@ -243,6 +258,91 @@ absl::StatusOr<TreeRunResult> ShellRunner::RunOnHost(const ShellRequest& request
   run.timeout = request.timeout;
   run.cancel = cancel;
   return RunProcessTree(std::move(run));
+}
+
+void SandboxedProcess::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  process_->Kill();
+  if (!masks_.empty()) ReleaseMasks(masks_);
+  if (!call_dir_.empty()) {
+    const absl::Status removed = RemoveTree(call_dir_);
+    if (!removed.ok()) {
+      AIRLOCK_LOG(kWarning, "cannot remove the call directory ", call_dir_, ": ",
+                  removed.message());
+    }
+  }
+}
+
+absl::StatusOr<std::unique_ptr<SandboxedProcess>> ShellRunner::Start(
+    const ServerProcessRequest& request) {
+  if (request.argv.empty() || request.argv[0].empty()) {
+    return WireError(v1::INVALID_ARGUMENT, "server: empty command");
+  }
+  for (const std::string& arg : request.argv) {
+    if (arg.find('\0') != std::string::npos) {
+      return WireError(v1::INVALID_ARGUMENT, "server: an argument contains a NUL byte");
+    }
+  }
+  if (request.preset == v1::PRESET_DANGER_FULL_ACCESS) return StartOnHost(request);
+  if (request.preset != v1::PRESET_READ_ONLY && request.preset != v1::PRESET_WORKSPACE_WRITE) {
+    return WireError(v1::INVALID_ARGUMENT, "server: no preset given");
+  }
+  ShellRequest shell;
+  shell.argv = request.argv;
+  shell.cwd = request.cwd;
+  shell.preset = request.preset;
+  shell.roots = request.roots;
+  shell.protected_paths = request.protected_paths;
+  shell.allow_unix_sockets = request.allow_unix_sockets;
+  AIRLOCK_ASSIGN_OR_RETURN(const std::string cwd, SandboxCwd(shell));
+  absl::StatusOr<CallDir> call = MakeCallDir(runtime_dir_);
+  if (!call.ok()) {
+    return Unavailable(request.preset, absl::StrCat("cannot create the private temp directory: ",
+                                                    call.status().message()));
+  }
+  linux_sandbox::SandboxStartOptions sandbox;
+  AIRLOCK_RETURN_IF_ERROR(LayOutSandbox(shell, cwd, &*call, sandbox.layout));
+  sandbox.argv = request.argv;
+  sandbox.allow_unix_sockets = request.allow_unix_sockets;
+  sandbox.ready_timeout = request.start_timeout;
+
+  // The masks' mount points stay on the host as long as the server runs.
+  AcquireMasks(sandbox.layout.masks);
+  absl::StatusOr<std::unique_ptr<linux_sandbox::KeptProcess>> process =
+      linux_sandbox::StartInShellSandbox(sandbox);
+  if (!process.ok()) {
+    ReleaseMasks(sandbox.layout.masks);
+    const absl::Status removed = RemoveTree(call->path);
+    if (!removed.ok()) {
+      AIRLOCK_LOG(kWarning, "cannot remove the call directory ", call->path, ": ",
+                  removed.message());
+    }
+    return Unavailable(request.preset, process.status().message());
+  }
+  return std::unique_ptr<SandboxedProcess>(new SandboxedProcess(
+      std::move(*process), request.preset, call->path, std::move(sandbox.layout.masks)));
+}
+
+absl::StatusOr<std::unique_ptr<SandboxedProcess>> ShellRunner::StartOnHost(
+    const ServerProcessRequest& request) {
+  const std::vector<std::string> env = HostEnvironment();
+  linux_sandbox::KeptProcess::Options kept;
+  std::string path = LookUp(env, "PATH");
+  AIRLOCK_ASSIGN_OR_RETURN(std::string program,
+                           FindExecutable(request.argv[0], path.empty() ? kDefaultPath : path));
+  kept.spawn.argv = request.argv;
+  kept.spawn.argv[0] = program;
+  kept.spawn.env = env;
+  if (!request.cwd.empty()) {
+    kept.spawn.working_directory = request.cwd;
+  } else if (!request.roots.empty()) {
+    kept.spawn.working_directory = request.roots[0];
+  }
+  AIRLOCK_ASSIGN_OR_RETURN(std::unique_ptr<linux_sandbox::KeptProcess> process,
+                           linux_sandbox::KeptProcess::Start(std::move(kept)));
+  return std::unique_ptr<SandboxedProcess>(
+      new SandboxedProcess(std::move(process), request.preset, std::string(), {}));
 }
 
 }  // namespace airlock::broker

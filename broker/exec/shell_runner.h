@@ -14,6 +14,8 @@
 #include "absl/status/statusor.h"
 #include "airlock/v1/wire.pb.h"
 #include "broker/exec/protection_plan.h"
+#include "broker/exec/runtime_dir.h"
+#include "platform/linux/bwrap_launcher.h"
 #include "platform/process/process_tree.h"
 
 namespace airlock::broker {
@@ -51,6 +53,65 @@ struct ShellRequest {
   bool capture_output = true;
 };
 
+// A long-lived process (an MCP server over stdio) started in the shell sandbox of a preset:
+// the same layout, seccomp filter, preflight, private temp directory, masks and environment
+// as a bash call; under danger-full-access, on the host like bash there.
+struct ServerProcessRequest {
+  // argv[0] may be a bare name: looked up in the sandbox's PATH (the host's under
+  // danger-full-access).
+  std::vector<std::string> argv;
+  // Absolute. Empty: roots[0]. For restricted presets it must resolve inside a root.
+  std::string cwd;
+  v1::Preset preset = v1::PRESET_READ_ONLY;
+  std::vector<std::string> roots;            // canonical; roots[0] is the workspace
+  std::vector<std::string> protected_paths;
+  bool allow_unix_sockets = false;
+  // How long the sandbox may take to say "ready".
+  std::chrono::milliseconds start_timeout{30000};
+};
+
+// Owns the started tree, its pipes and its private call directory.
+class SandboxedProcess {
+ public:
+  ~SandboxedProcess() { Stop(); }
+  SandboxedProcess(const SandboxedProcess&) = delete;
+  SandboxedProcess& operator=(const SandboxedProcess&) = delete;
+
+  int stdin_fd() const { return process_->stdin_fd(); }    // write end, close-on-exec
+  int stdout_fd() const { return process_->stdout_fd(); }  // read end, close-on-exec
+  // The last few KiB of its stderr (bounded), removed from the buffer.
+  std::string TakeStderr() { return process_->TakeStderr(); }
+  // Never blocks.
+  bool Exited() const { return process_->Exited(); }
+  // Kills the whole tree (SIGKILL to its group; under bwrap, its pid namespace goes with it),
+  // reaps it, removes the private call directory and the masks' mount points. Idempotent.
+  void Stop();
+  // Kills the tree now, from any thread (a call waiting on the server then sees EOF); Stop()
+  // still does the cleanup.
+  void Kill() { process_->Kill(); }
+
+  v1::Preset preset() const { return preset_; }
+  bool sandboxed() const { return !call_dir_.empty(); }
+  pid_t pid() const { return process_->pid(); }
+  // The host directory holding the private /tmp (empty on the host).
+  const std::string& call_dir() const { return call_dir_; }
+
+ private:
+  friend class ShellRunner;
+  SandboxedProcess(std::unique_ptr<linux_sandbox::KeptProcess> process, v1::Preset preset,
+                   std::string call_dir, std::vector<linux_sandbox::CoveredPath> masks)
+      : process_(std::move(process)),
+        preset_(preset),
+        call_dir_(std::move(call_dir)),
+        masks_(std::move(masks)) {}
+
+  std::unique_ptr<linux_sandbox::KeptProcess> process_;
+  v1::Preset preset_;
+  std::string call_dir_;
+  std::vector<linux_sandbox::CoveredPath> masks_;
+  bool stopped_ = false;
+};
+
 class ShellRunner {
  public:
   // Prepares the runtime directory and sweeps call directories left by dead brokers.
@@ -65,6 +126,13 @@ class ShellRunner {
   [[nodiscard]] absl::StatusOr<v1::BashResult> Run(const ShellRequest& request,
                                                    CancelToken* cancel = nullptr);
 
+  // Starts a long-lived process and returns once it runs (after the sandbox's preflight said
+  // "ready"). Errors: OUTSIDE_SANDBOX (cwd), SANDBOX_UNAVAILABLE (nothing runs; never an
+  // unsandboxed fallback), INVALID_ARGUMENT, NOT_FOUND (a host program under
+  // danger-full-access).
+  [[nodiscard]] absl::StatusOr<std::unique_ptr<SandboxedProcess>> Start(
+      const ServerProcessRequest& request);
+
   const std::string& runtime_dir() const { return runtime_dir_; }
 
  private:
@@ -74,6 +142,11 @@ class ShellRunner {
   absl::StatusOr<TreeRunResult> RunSandboxed(const ShellRequest& request,
                                              const std::string& cwd, CancelToken* cancel);
   absl::StatusOr<TreeRunResult> RunOnHost(const ShellRequest& request, CancelToken* cancel);
+  absl::StatusOr<std::string> SandboxCwd(const ShellRequest& request);
+  absl::Status LayOutSandbox(const ShellRequest& request, const std::string& cwd,
+                             const CallDir* call, linux_sandbox::ShellSandboxLayout& layout);
+  absl::StatusOr<std::unique_ptr<SandboxedProcess>> StartOnHost(
+      const ServerProcessRequest& request);
 
   ShellRunnerOptions options_;
   std::string runtime_dir_;

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "broker/gateway/parameter_schema.h"
 #include "broker/wire_error.h"
@@ -17,10 +18,14 @@ constexpr size_t kMaxArgvElements = 4096;
 constexpr size_t kMaxArgvBytes = 1 << 20;
 constexpr int kMaxNesting = 32;
 
+// `argument` may be a name the caller made up: escaped and cut short.
 absl::Status Invalid(const v1::CommandTool& tool, absl::string_view argument,
                      absl::string_view message) {
+  constexpr size_t kMaxName = 80;
+  std::string name = absl::CHexEscape(argument.substr(0, kMaxName));
+  if (argument.size() > kMaxName) name.append("…");
   return WireError(v1::INVALID_ARGUMENT,
-                   absl::StrCat("tool ", tool.name(), ": argument ", argument, ": ", message));
+                   absl::StrCat("tool ", tool.name(), ": argument ", name, ": ", message));
 }
 
 // NUL bytes can reach no argv element, and are refused anywhere in the arguments so that

@@ -54,7 +54,8 @@ absl::StatusOr<ParameterType> ParseType(const Struct& object, absl::string_view 
   if (it == object.fields().end()) return Invalid(field, "missing \"type\"");
   if (it->second.kind_case() != Value::kStringValue) {
     return Invalid(absl::StrCat(field, ".type"),
-                   absl::StrCat("must be one type name as a string (allowed: ", kAllowedTypes, ")"));
+                   absl::StrCat("must be one type name as a string (allowed: ", kAllowedTypes,
+                                ")"));
   }
   std::optional<ParameterType> type = TypeFromName(it->second.string_value());
   if (!type) {

@@ -4,8 +4,11 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/cord.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "broker/wire_error.h"
+#include "platform/base/status_macros.h"
 
 namespace airlock::broker {
 namespace {
@@ -70,6 +73,81 @@ std::string EscapePointerToken(absl::string_view token) {
   return out;
 }
 
+// Untrusted text for a message: escaped, and cut short.
+std::string ForMessage(absl::string_view text) {
+  constexpr size_t kMax = 200;
+  std::string out = absl::CHexEscape(text.substr(0, kMax));
+  if (text.size() > kMax) out.append("…");
+  return out;
+}
+
+absl::Status Refused(const std::string& pointer, absl::string_view why, absl::string_view rule) {
+  return WithRule(WireError(v1::INVALID_ARGUMENT,
+                            absl::StrCat("path-like argument ", ForMessage(pointer), ": ", why)),
+                  rule);
+}
+
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// The path the fences must check for a path-like string: the string itself, or the path of a
+// file: URI (percent-decoded, local host only), which a program may open as that path. What a
+// program could read differently from the file tools is refused.
+absl::StatusOr<std::string> PathToCheck(const std::string& pointer, const std::string& value) {
+  if (value.find('\\') != std::string::npos) {
+    return Refused(pointer,
+                   "a backslash is refused (the file tools take none, and a program may read "
+                   "it as a separator the fences never saw)",
+                   "path-argument:backslash");
+  }
+  if (!value.empty() && value[0] == '~') {
+    return Refused(pointer,
+                   "a leading ~ is refused (the broker does not expand it, and a program may)",
+                   "path-argument:tilde");
+  }
+  if (value.size() < 5 || !absl::EqualsIgnoreCase(absl::string_view(value).substr(0, 5), "file:")) {
+    return value;
+  }
+  absl::string_view rest = absl::string_view(value).substr(5);
+  if (absl::StartsWith(rest, "//")) {
+    rest.remove_prefix(2);
+    const size_t slash = rest.find('/');
+    const absl::string_view host = rest.substr(0, slash);
+    if (!host.empty() && !absl::EqualsIgnoreCase(host, "localhost")) {
+      return Refused(pointer, "a file: URI naming another host is refused",
+                     "path-argument:file-uri");
+    }
+    if (slash == absl::string_view::npos) {
+      return Refused(pointer, "a file: URI without a path is refused", "path-argument:file-uri");
+    }
+    rest.remove_prefix(slash);
+  }
+  rest = rest.substr(0, rest.find_first_of("?#"));
+  std::string path;
+  for (size_t i = 0; i < rest.size(); ++i) {
+    if (rest[i] != '%') {
+      path.push_back(rest[i]);
+      continue;
+    }
+    const int high = i + 2 < rest.size() ? HexDigit(rest[i + 1]) : -1;
+    const int low = i + 2 < rest.size() ? HexDigit(rest[i + 2]) : -1;
+    if (high < 0 || low < 0) {
+      return Refused(pointer, "a file: URI with a bad percent escape is refused",
+                     "path-argument:file-uri");
+    }
+    path.push_back(static_cast<char>(high * 16 + low));
+    i += 2;
+  }
+  if (path.find('\\') != std::string::npos) {
+    return Refused(pointer, "a backslash is refused", "path-argument:backslash");
+  }
+  return path;
+}
+
 struct Walk {
   std::vector<std::pair<std::string, std::string>> found;
 
@@ -80,12 +158,7 @@ struct Walk {
         const std::string& text = value.string_value();
         if (IsPathLikeName(name) || text.find('/') != std::string::npos ||
             text.find('\\') != std::string::npos) {
-          if (found.size() >= kMaxPathArguments) {
-            return WireError(v1::INVALID_ARGUMENT,
-                             absl::StrCat("more than ", kMaxPathArguments,
-                                          " path-like arguments"));
-          }
-          found.emplace_back(pointer, text);
+          return Add(pointer, text);
         }
         return absl::OkStatus();
       }
@@ -110,17 +183,29 @@ struct Walk {
     std::set<std::string> keys;  // sorted: the order of reports must not depend on hashing
     for (const auto& [key, value] : object.fields()) keys.insert(key);
     for (const std::string& key : keys) {
-      absl::Status s = Visit(object.fields().at(key), key,
-                              absl::StrCat(pointer, "/", EscapePointerToken(key)), depth);
-      if (!s.ok()) return s;
+      const std::string member = absl::StrCat(pointer, "/", EscapePointerToken(key));
+      // A key can be a path too ({"edits": {"src/a.c": "…"}}): checked like a value.
+      if (key.find('/') != std::string::npos || key.find('\\') != std::string::npos) {
+        AIRLOCK_RETURN_IF_ERROR(Add(member, key));
+      }
+      AIRLOCK_RETURN_IF_ERROR(Visit(object.fields().at(key), key, member, depth));
     }
+    return absl::OkStatus();
+  }
+
+  absl::Status Add(const std::string& pointer, const std::string& text) {
+    if (found.size() >= kMaxPathArguments) {
+      return WireError(v1::INVALID_ARGUMENT,
+                       absl::StrCat("more than ", kMaxPathArguments, " path-like arguments"));
+    }
+    found.emplace_back(pointer, text);
     return absl::OkStatus();
   }
 
   static absl::Status TooDeep(const std::string& pointer) {
     return WireError(v1::INVALID_ARGUMENT,
                      absl::StrCat("arguments nested deeper than ", kMaxArgumentDepth,
-                                  " levels at ", pointer.empty() ? "/" : pointer));
+                                  " levels at ", ForMessage(pointer.empty() ? "/" : pointer)));
   }
 };
 
@@ -175,17 +260,12 @@ absl::StatusOr<std::vector<PathArgument>> ClassifyPathArguments(FileTools& files
   std::vector<PathArgument> out;
   out.reserve(found->size());
   for (auto& [pointer, value] : *found) {
-    if (value.find('\\') != std::string::npos) {
-      return WithRule(
-          WireError(v1::INVALID_ARGUMENT,
-                    absl::StrCat("path-like argument ", pointer,
-                                 ": a backslash is refused (the file tools take none, and a "
-                                 "program may read it as a separator the fences never saw)")),
-          "path-argument:backslash");
-    }
-    auto target = files.Classify(value);
+    auto path = PathToCheck(pointer, value);
+    if (!path.ok()) return path.status();
+    auto target = files.Classify(*path);
     if (!target.ok()) {
-      return Prefixed(target.status(), absl::StrCat("path-like argument ", pointer, ": "));
+      return Prefixed(target.status(),
+                      absl::StrCat("path-like argument ", ForMessage(pointer), ": "));
     }
     out.push_back({std::move(pointer), std::move(value), *std::move(target)});
   }

@@ -11,13 +11,19 @@
 //    and camelCase) is path, file, filename, dir, directory, folder or a plural of them
 //    (config_file, outputDir, XMLFile); or
 //  - its value contains '/' or '\'.
-// Names come from object keys; an array's elements carry the name of the field holding it.
+// Names come from object keys; an array's elements carry the name of the field holding it. An
+// object key containing '/' or '\' is a path argument too ({"edits": {"src/a.c": "…"}}); its
+// pointer names its member.
 //
-// A path argument containing '\' is refused (INVALID_ARGUMENT naming it): the file tools refuse
-// backslashes, and a program may read one as a separator the fences never saw. An empty
-// path-like string is refused too (Classify refuses empty paths): it names no target the
-// fences could check. Both are the safe answers; a tool taking regular expressions or
-// Windows paths cannot be offered through the gateway with such arguments.
+// Each is checked as the file tools would check it, relative to the first root. What a program
+// could read differently from the file tools is refused (INVALID_ARGUMENT naming the argument):
+//  - a '\' anywhere: the file tools refuse backslashes, and a program may read one as a
+//    separator the fences never saw (so a regular expression cannot pass as a path argument);
+//  - a leading '~': the broker does not expand it, a program may;
+//  - a file: URI naming another host or with a bad percent escape. A local file: URI
+//    (file:///p, file://localhost/p, file:/p) is checked as its percent-decoded path;
+//  - an empty path-like string, and whatever Classify refuses (NUL, too long, a link loop).
+// These are the safe answers; a tool taking Windows paths cannot be offered with them.
 #ifndef BROKER_GATEWAY_PATH_ARGUMENTS_H_
 #define BROKER_GATEWAY_PATH_ARGUMENTS_H_
 
@@ -38,7 +44,7 @@ inline constexpr size_t kMaxPathArguments = 1000;
 
 struct PathArgument {
   std::string pointer;  // JSON pointer (RFC 6901) into the arguments, e.g. "/files/0"
-  std::string value;    // the string as requested
+  std::string value;    // the string as requested (a key, for a key)
   ClassifiedTarget target;
 };
 
@@ -50,8 +56,9 @@ bool IsPathLikeName(absl::string_view name);
 [[nodiscard]] absl::StatusOr<std::vector<std::pair<std::string, std::string>>>
 FindPathArguments(const google::protobuf::Struct& arguments);
 
-// Finds the path arguments and classifies each with files.Classify. The first failure is
-// returned with the argument's pointer prefixed and its wire code and rule kept.
+// Finds the path arguments and classifies each with files.Classify (a file: URI by its path).
+// The first failure is returned with the argument's pointer prefixed and its wire code and
+// rule kept.
 [[nodiscard]] absl::StatusOr<std::vector<PathArgument>> ClassifyPathArguments(
     FileTools& files, const google::protobuf::Struct& arguments);
 

@@ -153,8 +153,19 @@ TEST(FillArgvTest, ArgumentsAreValidatedAgainstTheSchema) {
   for (const Case& c : cases) {
     const absl::Status status = Refusal({"t", "{path}"}, c.args);
     EXPECT_EQ(WireCodeOf(status), v1::INVALID_ARGUMENT) << c.args;
-    EXPECT_THAT(std::string(status.message()), HasSubstr(absl::StrCat("tool tool: ", c.message))) << c.args;
+    EXPECT_THAT(std::string(status.message()), HasSubstr(absl::StrCat("tool tool: ", c.message)))
+        << c.args;
   }
+}
+
+TEST(FillArgvTest, UnknownNamesAreEscapedInMessages) {
+  const absl::Status status = Refusal(
+      {"t", "{path}"}, absl::StrCat(R"({"path": "p", "\u001b]0;x)", std::string(300, 'n'),
+                                    R"(": 1})"));
+  const std::string message(status.message());
+  EXPECT_EQ(message.find('\x1b'), std::string::npos);
+  EXPECT_THAT(message, HasSubstr("argument \\x1b]0;x"));
+  EXPECT_LT(message.size(), 200u);
 }
 
 TEST(FillArgvTest, ObjectsAndNestedArraysHaveNoArgvForm) {
@@ -164,10 +175,12 @@ TEST(FillArgvTest, ObjectsAndNestedArraysHaveNoArgvForm) {
   tool.set_argv(1, "{opts}");
   auto filled = FillArgv(tool, Json(R"({"path": "p", "opts": {"a": 1}})"));
   EXPECT_EQ(WireCodeOf(filled.status()), v1::INVALID_ARGUMENT);
-  EXPECT_THAT(std::string(filled.status().message()), HasSubstr("argument opts: an object cannot become"));
+  EXPECT_THAT(std::string(filled.status().message()),
+              HasSubstr("argument opts: an object cannot become"));
 
   const absl::Status nested = Refusal({"t", "{mixed}"}, R"({"path": "p", "mixed": [["a"]]})");
-  EXPECT_THAT(std::string(nested.message()), HasSubstr("argument mixed: element 0: only arrays of scalars"));
+  EXPECT_THAT(std::string(nested.message()),
+              HasSubstr("argument mixed: element 0: only arrays of scalars"));
   const absl::Status object_item =
       Refusal({"t", "{mixed}"}, R"({"path": "p", "mixed": ["a", {"b": 1}]})");
   EXPECT_THAT(std::string(object_item.message()), HasSubstr("element 1"));

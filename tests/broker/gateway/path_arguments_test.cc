@@ -95,8 +95,14 @@ TEST(FindPathArgumentsTest, NestedObjectsAndArraysInOrder) {
                           Pair("/paths/1/1/0", "z")));
 }
 
+TEST(FindPathArgumentsTest, KeysWithSeparatorsArePathsToo) {
+  EXPECT_THAT(Find(R"({"edits": {"src/a.c": "int x;", "plain": "y", "w\\in": 1}})"),
+              ElementsAre(Pair("/edits/src~1a.c", "src/a.c"), Pair("/edits/w\\in", "w\\in")));
+}
+
 TEST(FindPathArgumentsTest, PointerTokensAreEscaped) {
-  EXPECT_THAT(Find(R"({"a/b": {"c~d": "x/y"}})"), ElementsAre(Pair("/a~1b/c~0d", "x/y")));
+  EXPECT_THAT(Find(R"({"a/b": {"c~d": "x/y"}})"),
+              ElementsAre(Pair("/a~1b", "a/b"), Pair("/a~1b/c~0d", "x/y")));
 }
 
 std::string Nested(int depth, const std::string& inner) {
@@ -296,6 +302,58 @@ TEST_F(ClassifyPathArgumentsTest, BackslashesAreRefusedNamingTheArgument) {
   }
   EXPECT_THAT(Classify(R"({"opts": {"files": ["ok.txt", "C:\\Windows"]}})"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("/opts/files/1")));
+}
+
+TEST_F(ClassifyPathArgumentsTest, KeysAreClassified) {
+  auto result = Classify(R"({"edits": {"../out/o.txt": "x", "a.txt": "y"}})");
+  ASSERT_THAT(result, IsOk());
+  ASSERT_EQ(result->size(), 1u);
+  EXPECT_EQ((*result)[0].pointer, "/edits/..~1out~1o.txt");
+  EXPECT_EQ((*result)[0].target.target_class, TargetClass::kOutsideRoots);
+}
+
+TEST_F(ClassifyPathArgumentsTest, ALeadingTildeIsRefused) {
+  for (const char* json : {R"({"path": "~/.ssh/id_rsa"})", R"({"q": "~root/x"})",
+                           R"({"file": "~"})"}) {
+    const auto result = Classify(json);
+    EXPECT_EQ(WireCodeOf(result.status()), v1::INVALID_ARGUMENT) << json;
+    EXPECT_EQ(RuleOf(result.status()), "path-argument:tilde") << json;
+  }
+  // Elsewhere a tilde is an ordinary character.
+  EXPECT_EQ(One(R"({"path": "a~b/c~"})").target.canonical_path, ws_ + "/a~b/c~");
+}
+
+TEST_F(ClassifyPathArgumentsTest, FileUrisAreCheckedByTheirPath) {
+  const PathArgument outside = One(absl::StrCat(R"({"uri": "file://)", out_, R"(/o.txt"})"));
+  EXPECT_EQ(outside.value, absl::StrCat("file://", out_, "/o.txt"));
+  EXPECT_EQ(outside.target.canonical_path, out_ + "/o.txt");
+  EXPECT_EQ(outside.target.target_class, TargetClass::kOutsideRoots);
+  EXPECT_EQ(One(R"({"uri": "FILE://localhost/etc/passwd"})").target.canonical_path,
+            "/etc/passwd");
+  EXPECT_EQ(One(R"({"uri": "file:/etc/passwd"})").target.canonical_path, "/etc/passwd");
+  EXPECT_EQ(One(R"({"path": "file:../out/o.txt"})").target.canonical_path, out_ + "/o.txt");
+  EXPECT_EQ(One(absl::StrCat(R"({"uri": "file://)", ws_, R"(/.git/hook%73/x?q#f"})"))
+                .target.target_class,
+            TargetClass::kProtected);
+  EXPECT_EQ(One(absl::StrCat(R"({"uri": "file://)", ws_, R"(/a%20b.txt"})"))
+                .target.canonical_path,
+            ws_ + "/a b.txt");
+  for (const char* json :
+       {R"({"uri": "file://example.com/etc/passwd"})", R"({"uri": "file://host"})",
+        R"({"uri": "file:///etc/%zzpasswd"})", R"({"uri": "file:///etc/passwd%"})",
+        R"({"uri": "file:///a%5cb"})", R"({"uri": "file:///a%00b"})"}) {
+    EXPECT_EQ(WireCodeOf(Classify(json).status()), v1::INVALID_ARGUMENT) << json;
+  }
+}
+
+TEST_F(ClassifyPathArgumentsTest, MessagesEscapeAndShortenUntrustedNames) {
+  const std::string key = absl::StrCat("\u001b[31m", std::string(500, 'k'));
+  const auto result = Classify(absl::StrCat(R"({")", key, R"(": "a\\b"})"));
+  ASSERT_FALSE(result.ok());
+  const std::string message(result.status().message());
+  EXPECT_EQ(message.find('\x1b'), std::string::npos);
+  EXPECT_THAT(message, HasSubstr("\\x1b[31m"));
+  EXPECT_LT(message.size(), 400u);
 }
 
 TEST_F(ClassifyPathArgumentsTest, InvalidPathsAreRefusedNamingTheArgument) {

@@ -225,7 +225,8 @@ TEST(ToolConfigTest, EveryValidationNamesTheField) {
     const auto config = ParseToolsConfig(c.json, "tools.json");
     EXPECT_THAT(config, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(c.message)))
         << c.json;
-    EXPECT_THAT(std::string(config.status().message()), ::testing::StartsWith("tools.json: ")) << c.json;
+    EXPECT_THAT(std::string(config.status().message()), ::testing::StartsWith("tools.json: "))
+        << c.json;
   }
 }
 
