@@ -24,7 +24,9 @@ Answer JournaledApprover::Ask(const ApprovalRequest& request, absl::Duration tim
   answered.target = request.target;
   answered.rule = request.rule;
   answered.approver = approver_.Describe();
-  answered.decision = answer.approved ? "approved" : "denied";
+  answered.decision = !answer.approved                          ? "denied"
+                     : answer.scope == Answer::Scope::kSession ? "approved-for-session"
+                                                               : "approved";
   answered.detail = answer.reason;
   if (absl::StatusOr<uint64_t> seq = call_.audit->Append(answered); !seq.ok()) {
     return Answer::No(absl::StrCat("the audit log cannot record the answer (",

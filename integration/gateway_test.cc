@@ -35,8 +35,8 @@ class GatewayTest : public ::testing::TestWithParam<RunAs> {
  protected:
   void SetUp() override {
     // The server binary, where the tested user can run it.
-    tools_.Write("mcp-server", testing::ReadFileOrMissing(AIRLOCK_TEST_MCP_SERVER));
-    ::chmod(tools_.Child("mcp-server").c_str(), 0755);
+    outside_.Write("mcp-server", testing::ReadFileOrMissing(AIRLOCK_TEST_MCP_SERVER));
+    ::chmod(outside_.Child("mcp-server").c_str(), 0755);
     // Approvers log every question they get, then answer.
     for (const auto& [name, answer] : {std::pair<const char*, const char*>{"allow.sh", "allow"},
                                        {"session.sh", "allow-session"}}) {
@@ -59,13 +59,15 @@ class GatewayTest : public ::testing::TestWithParam<RunAs> {
      "argv": ["wc", "-c", "{file}"]}
   ],
   "mcpServers": [
-    {"name": "fs", "command": ")", tools_.Child("mcp-server"), R"(",
-     "args": ["--escape-target", ")", escape_target(), R"("]}
+    {"name": "fs", "command": ")", outside_.Child("mcp-server"), R"(",
+     "args": ["--escape-target=)", escape_target(), R"("]}
   ]
 })"));
   }
 
-  std::string escape_target() const { return home_.Child("escaped.txt"); }
+  // Outside the workspace, writable by the tested user on the host, and visible inside the
+  // shell sandbox (its /tmp is private): only the read-only host view stops a write there.
+  std::string escape_target() const { return outside_.Child("escaped.txt"); }
 
   RunOptions Options() const {
     const std::string binary = AirlockBinary(GetParam());
@@ -100,6 +102,7 @@ class GatewayTest : public ::testing::TestWithParam<RunAs> {
   Scratch workspace_{GetParam()};
   Scratch home_{GetParam()};
   Scratch tools_{GetParam()};
+  Scratch outside_{GetParam(), "/var/tmp"};
 };
 
 TEST_P(GatewayTest, ListsCommandToolsAndTheToolsOfTheSandboxedMcpServer) {
@@ -109,7 +112,7 @@ TEST_P(GatewayTest, ListsCommandToolsAndTheToolsOfTheSandboxedMcpServer) {
     EXPECT_THAT(result.out, HasSubstr(name)) << result;
   }
   EXPECT_THAT(result.out, HasSubstr("TOOL_ORIGIN_MCP"));
-  EXPECT_THAT(result.out, Not(HasSubstr("unavailable")));
+  EXPECT_THAT(result.out, HasSubstr("\"unavailable\":[]"));
 }
 
 TEST_P(GatewayTest, AGrantSkipsTheSecondPromptForThatToolOnly) {
@@ -152,6 +155,7 @@ TEST_P(GatewayTest, TheServerItselfCannotWriteOutsideTheWorkspace) {
       "airlock tool call fs.escape --args '{}'; echo \"status=$?\"");
   EXPECT_THAT(result.out, HasSubstr("status=0")) << result;  // the call ran …
   EXPECT_THAT(result.out, HasSubstr("\"is_error\":true"));   // … and the write failed
+  EXPECT_THAT(result.out, HasSubstr("Read-only file system"));
   EXPECT_EQ(testing::ReadFileOrMissing(escape_target()), "<missing>");
 }
 

@@ -26,8 +26,8 @@ constexpr char kBasePath[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:
 
 bool IsRoot() { return ::geteuid() == 0; }
 
-std::string MakeWorldReadableDir() {
-  std::string pattern = "/tmp/airlock-it-XXXXXX";
+std::string MakeWorldReadableDir(const std::string& base = "/tmp") {
+  std::string pattern = base + "/airlock-it-XXXXXX";
   if (::mkdtemp(pattern.data()) == nullptr) std::abort();
   ::chmod(pattern.c_str(), 0755);
   return pattern;
@@ -164,8 +164,8 @@ CommandResult RunAirlock(const std::vector<std::string>& args, const RunOptions&
   return RunCommand(argv, options);
 }
 
-Scratch::Scratch(RunAs run_as) : run_as_(run_as) {
-  path_ = MakeWorldReadableDir();
+Scratch::Scratch(RunAs run_as, const std::string& base) : run_as_(run_as) {
+  path_ = MakeWorldReadableDir(base);
   char resolved[PATH_MAX];
   if (::realpath(path_.c_str(), resolved) != nullptr) path_ = resolved;
   if (run_as == RunAs::kUnprivileged) {

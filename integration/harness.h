@@ -46,7 +46,9 @@ CommandResult RunAirlock(const std::vector<std::string>& args, const RunOptions&
 // A scratch directory owned by the user the test runs as (0700), removed afterwards.
 class Scratch {
  public:
-  explicit Scratch(RunAs run_as);
+  // Under /tmp by default. Shell sandboxes have a private /tmp: what a sandboxed command must
+  // see outside the roots belongs in another base (e.g. /var/tmp).
+  explicit Scratch(RunAs run_as, const std::string& base = "/tmp");
   ~Scratch();
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;

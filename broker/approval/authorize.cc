@@ -53,8 +53,11 @@ absl::StatusOr<Authorization> Authorize(const Policy& policy, const ToolCall& ca
                          absl::StrCat(decision.reason, ", and the approver said no (",
                                       approver.Describe(), ": ", result.answer.reason, ")"));
   }
-  // A session-wide grant is never taken for built-in tools: this is a one-call approval.
-  result.answer.scope = Answer::Scope::kOnce;
+  // A session-wide answer counts only where it was offered (MCP tools); anything else is a
+  // one-call approval.
+  if (!request.session_grant_offered || call.kind != ToolKind::kMcp) {
+    result.answer.scope = Answer::Scope::kOnce;
+  }
   return result;
 }
 

@@ -19,6 +19,8 @@
 //   --page-size=N        tools/list pages of N tools (nextCursor)
 //   --stderr-flood=N     N bytes on stderr before anything else
 //   --tag=X              ignored (lets a test find the process)
+//   --escape-target=PATH one more tool, escape {}, that writes "escaped" to PATH: no argument
+//                        names the path, so only the sandbox stands in its way
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -52,6 +54,7 @@ struct Flags {
   int many_tools = 0;
   int page_size = 0;
   long stderr_flood = 0;
+  std::string escape_target;
 };
 
 Flags flags;
@@ -129,6 +132,9 @@ std::vector<Struct> AllTools() {
   for (int i = 0; i < flags.many_tools; ++i) {
     tools.push_back(Tool("t" + std::to_string(i), "filler", {}));
   }
+  if (!flags.escape_target.empty()) {
+    tools.push_back(Tool("escape", "Writes to the path given on the command line", {}));
+  }
   return tools;
 }
 
@@ -150,9 +156,10 @@ Struct CallTool(const Struct& params) {
     args = it->second.struct_value();
   }
   if (name == "echo") return TextResult(GetString(args, "text"), false);
-  if (name == "write_file") {
-    const std::string path = GetString(args, "path");
-    const std::string content = GetString(args, "content");
+  if (name == "write_file" || name == "escape") {
+    const bool escape = name == "escape";
+    const std::string path = escape ? flags.escape_target : GetString(args, "path");
+    const std::string content = escape ? std::string("escaped") : GetString(args, "content");
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return TextResult("cannot write " + path + ": " + std::strerror(errno), true);
     const ssize_t n = ::write(fd, content.data(), content.size());
@@ -263,6 +270,10 @@ bool ParseFlag(const std::string& arg) {
   if (arg == "--bad-version") return flags.bad_version = true;
   if (arg == "--server-requests") return flags.server_requests = true;
   if (arg.rfind("--tag=", 0) == 0) return true;
+  if (arg.rfind("--escape-target=", 0) == 0) {
+    flags.escape_target = arg.substr(std::strlen("--escape-target="));
+    return !flags.escape_target.empty();
+  }
   return number("--many-tools=", &flags.many_tools) || number("--page-size=", &flags.page_size) ||
          number("--stderr-flood=", &flags.stderr_flood);
 }

@@ -295,5 +295,43 @@ TEST(AuthorizeExamplesTest, NeverRefusesOutOfAuthorityWithDenied) {
   EXPECT_EQ(approver.calls(), 0);
 }
 
+// Answers yes for the session, whatever was offered.
+class SessionApprover final : public Approver {
+ public:
+  Answer Ask(const ApprovalRequest&, absl::Duration) override {
+    return Answer::YesForSession("test: for the session");
+  }
+  std::string Describe() const override { return "session"; }
+};
+
+TEST(AuthorizeTest, ASessionAnswerCountsOnlyForAnMcpToolThatWasOfferedIt) {
+  absl::StatusOr<Policy> policy = PolicyBuilder()
+                                      .SetPreset(v1::PRESET_WORKSPACE_WRITE)
+                                      .SetMode(v1::MODE_DEFAULT)
+                                      .AddRoot("/w")
+                                      .Build();
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  SessionApprover approver;
+  const ToolCall mcp = ToolCall::Mcp("docs.search", false, TargetClass::kInsideRoots, "", false);
+  ApprovalRequest offered;
+  offered.session_grant_offered = true;
+  absl::StatusOr<Authorization> granted =
+      Authorize(*policy, mcp, offered, approver, absl::Seconds(1));
+  ASSERT_TRUE(granted.ok()) << granted.status();
+  EXPECT_TRUE(granted->asked);
+  EXPECT_EQ(granted->answer.scope, Answer::Scope::kSession);
+
+  // Not offered, or not an MCP tool: a one-call approval.
+  absl::StatusOr<Authorization> unoffered =
+      Authorize(*policy, mcp, ApprovalRequest{}, approver, absl::Seconds(1));
+  ASSERT_TRUE(unoffered.ok()) << unoffered.status();
+  EXPECT_EQ(unoffered->answer.scope, Answer::Scope::kOnce);
+  absl::StatusOr<Authorization> bash = Authorize(
+      *policy, ToolCall::Bash("ls", v1::SANDBOX_PERMISSIONS_USE_DEFAULT, ""), offered, approver,
+      absl::Seconds(1));
+  ASSERT_TRUE(bash.ok()) << bash.status();
+  EXPECT_EQ(bash->answer.scope, Answer::Scope::kOnce);
+}
+
 }  // namespace
 }  // namespace airlock::broker
