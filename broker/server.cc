@@ -153,7 +153,8 @@ void Server::ServeChannel(std::shared_ptr<ipc::Channel> channel, uint64_t channe
     if (request.has_cancel()) {
       reply.mutable_response()->set_id(request.id());
       reply.mutable_response()->mutable_cancel()->set_found(calls.Cancel(request.cancel().target_id()));
-    } else if (request.has_bash()) {
+    } else if (request.has_bash() || request.has_call_tool()) {
+      // Commands and tool calls run beside the channel's loop, so that a cancel can reach them.
       std::shared_ptr<CancelToken> token =
           calls.Start(request.id(), options_.max_concurrent_calls_per_channel);
       if (token == nullptr) {

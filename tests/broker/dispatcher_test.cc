@@ -3,7 +3,10 @@
 // discipline, staleness on a policy change, and the session record.
 #include "broker/dispatcher.h"
 
+#include <sys/stat.h>
+
 #include <memory>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "broker/audit/audit_key.h"
@@ -395,6 +398,86 @@ TEST_F(DispatcherTest, ADisabledServerIsRefusedAndGrantsEndWithThePolicyEpoch) {
   EXPECT_EQ(response.error().code(), v1::DENIED);
   EXPECT_EQ(response.error().rule(), "mcp:server-disabled");
   EXPECT_EQ(approver_->calls(), 0);
+}
+
+// A copy of the test MCP server outside /tmp (the build tree may sit under /tmp, which the
+// shell sandbox replaces by its private one), removed afterwards.
+class McpServerCopy {
+ public:
+  McpServerCopy() {
+    std::string dir = "/var/tmp/airlock-dispatcher-test-XXXXXX";
+    if (::mkdtemp(dir.data()) == nullptr) return;
+    dir_ = dir;
+    path_ = dir_ + "/test_mcp_server";
+    WriteFileOrDie(path_, ReadFileOrMissing(AIRLOCK_TEST_MCP_SERVER));
+    ::chmod(path_.c_str(), 0755);
+  }
+  ~McpServerCopy() {
+    if (!dir_.empty()) airlock::testing::RemoveTree(dir_);
+  }
+  std::string ToolsJson() const {
+    return absl::StrCat(R"({"mcpServers": [{"name": "fs", "command": ")", path_, R"("}]})");
+  }
+
+ private:
+  std::string dir_;
+  std::string path_;
+};
+
+TEST_F(DispatcherTest, ASessionGrantSkipsLaterQuestionsForThatMcpToolOnlyUntilThePresetChanges) {
+  McpServerCopy server;
+  tools_json_ = server.ToolsJson();
+  // Full access would never ask; workspace-write asks every MCP call without a grant. The
+  // server runs in the real shell sandbox.
+  Start(v1::PRESET_WORKSPACE_WRITE, v1::MODE_ON_REQUEST, true);
+  approver_->set_for_session(true);
+  for (int i = 0; i < 3; ++i) {
+    v1::Response echoed =
+        dispatcher_->Handle(CallTool(10 + i, "fs.echo", R"({"text":"hi"})"), 1, nullptr);
+    ASSERT_TRUE(echoed.has_call_tool()) << echoed.DebugString();
+    EXPECT_EQ(echoed.call_tool().text(), "hi");
+  }
+  EXPECT_EQ(approver_->calls(), 1);
+  EXPECT_TRUE(approver_->last_request().session_grant_offered);
+  v1::Response other = dispatcher_->Handle(
+      CallTool(20, "fs.read_file", absl::StrCat(R"({"path":"a.txt"})")), 1, nullptr);
+  ASSERT_TRUE(other.has_call_tool()) << other.DebugString();
+  EXPECT_EQ(other.call_tool().text(), "alpha");
+  EXPECT_EQ(approver_->calls(), 2);  // another tool: asked
+
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(
+      v1::Context changed,
+      policy_->ChangePreset(v1::PRESET_READ_ONLY, [](const v1::Context&) { return absl::OkStatus(); },
+                            [](const v1::Context&) {}));
+  (void)changed;
+  v1::Response after = dispatcher_->Handle(CallTool(21, "fs.echo", R"({"text":"ro"})"), 1, nullptr);
+  ASSERT_TRUE(after.has_call_tool()) << after.DebugString();
+  EXPECT_EQ(approver_->calls(), 3);  // the grant ended with the preset
+  ASSERT_THAT(audit_->Flush(), airlock::testing::IsOk());
+  EXPECT_THAT(AuditText(), HasSubstr("session-grant"));
+  EXPECT_THAT(AuditText(), HasSubstr("approved-for-session"));
+}
+
+TEST_F(DispatcherTest, ACancelledMcpCallEndsPromptly) {
+  McpServerCopy server;
+  tools_json_ = server.ToolsJson();
+  Start(v1::PRESET_DANGER_FULL_ACCESS, v1::MODE_NEVER, false);
+  CancelToken cancel;
+  std::thread canceller([&cancel] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    cancel.Cancel();
+  });
+  const absl::Time start = absl::Now();
+  v1::Response response =
+      dispatcher_->Handle(CallTool(30, "fs.sleep", R"({"seconds":60})"), 1, &cancel);
+  canceller.join();
+  ASSERT_TRUE(response.has_error()) << response.DebugString();
+  EXPECT_EQ(response.error().code(), v1::CANCELLED) << response.error().message();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(20));
+  // The server was stopped with the call; the next call starts a fresh one.
+  v1::Response next = dispatcher_->Handle(CallTool(31, "fs.echo", R"({"text":"again"})"), 1, nullptr);
+  ASSERT_TRUE(next.has_call_tool()) << next.DebugString();
+  EXPECT_EQ(next.call_tool().text(), "again");
 }
 
 }  // namespace

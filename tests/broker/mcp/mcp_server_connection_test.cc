@@ -85,6 +85,10 @@ class McpServerConnectionTest : public ::testing::Test {
     base_ = canonical;
     workspace_ = base_ + "/ws";
     ASSERT_EQ(::mkdir(workspace_.c_str(), 0755), 0);
+    // The build tree may sit under /tmp, which the sandbox hides: run a copy from here.
+    server_ = base_ + "/test_mcp_server";
+    airlock::testing::WriteFileOrDie(server_, airlock::testing::ReadFileOrMissing(kServer));
+    ASSERT_EQ(::chmod(server_.c_str(), 0755), 0);
 
     ShellRunnerOptions options;
     options.runtime_dir = runtime_.Child("rt");
@@ -115,7 +119,7 @@ class McpServerConnectionTest : public ::testing::Test {
 
   absl::StatusOr<std::unique_ptr<McpServerConnection>> Start(
       v1::Preset preset, std::vector<std::string> flags = {}) {
-    std::vector<std::string> argv = {kServer, tag_};
+    std::vector<std::string> argv = {server_, tag_};
     argv.insert(argv.end(), flags.begin(), flags.end());
     return McpServerConnection::Start(*runner_, "files", std::move(argv), Request(preset),
                                       absl::Seconds(20));
@@ -124,6 +128,7 @@ class McpServerConnectionTest : public ::testing::Test {
   static inline int counter_ = 0;
   TempDir runtime_;
   std::string base_;
+  std::string server_;  // a copy of kServer visible inside the sandbox
   std::string workspace_;
   std::string tag_;
   std::unique_ptr<ShellRunner> runner_;
@@ -315,7 +320,7 @@ TEST_F(McpServerConnectionTest, ADeadServerIsReportedWithItsStderr) {
 TEST_F(McpServerConnectionTest, CwdOutsideTheRootsIsRefused) {
   ServerProcessRequest request = Request(v1::PRESET_WORKSPACE_WRITE);
   request.cwd = base_;
-  auto server = McpServerConnection::Start(*runner_, "files", {kServer}, request,
+  auto server = McpServerConnection::Start(*runner_, "files", {server_}, request,
                                            absl::Seconds(10));
   EXPECT_EQ(WireCodeOf(server.status()), v1::OUTSIDE_SANDBOX);
   EXPECT_THAT(std::string(server.status().message()), HasSubstr("MCP server 'files'"));
@@ -324,11 +329,11 @@ TEST_F(McpServerConnectionTest, CwdOutsideTheRootsIsRefused) {
 TEST_F(McpServerConnectionTest, MissingRootsAreSandboxUnavailable) {
   ServerProcessRequest request = Request(v1::PRESET_WORKSPACE_WRITE);
   request.roots.clear();
-  auto server = McpServerConnection::Start(*runner_, "files", {kServer}, request,
+  auto server = McpServerConnection::Start(*runner_, "files", {server_}, request,
                                            absl::Seconds(10));
   EXPECT_EQ(WireCodeOf(server.status()), v1::SANDBOX_UNAVAILABLE);
   request = Request(v1::PRESET_UNSPECIFIED);
-  server = McpServerConnection::Start(*runner_, "files", {kServer}, request, absl::Seconds(10));
+  server = McpServerConnection::Start(*runner_, "files", {server_}, request, absl::Seconds(10));
   EXPECT_EQ(WireCodeOf(server.status()), v1::INVALID_ARGUMENT);
 }
 
