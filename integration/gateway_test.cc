@@ -70,12 +70,7 @@ class GatewayTest : public ::testing::TestWithParam<RunAs> {
   std::string escape_target() const { return outside_.Child("escaped.txt"); }
 
   RunOptions Options() const {
-    const std::string binary = AirlockBinary(GetParam());
-    RunOptions options;
-    options.run_as = GetParam();
-    options.env = {absl::StrCat("AIRLOCK_HOME=", home_.Child("airlock")),
-                   absl::StrCat("HOME=", home_.path()),
-                   absl::StrCat("PATH=", binary.substr(0, binary.rfind('/')), ":/usr/bin:/bin")};
+    RunOptions options = AirlockOptions(GetParam(), home_);
     options.timeout_seconds = 120;
     return options;
   }
@@ -91,13 +86,7 @@ class GatewayTest : public ::testing::TestWithParam<RunAs> {
     return RunAirlock(argv, Options());
   }
   std::string Asked() const { return testing::ReadFileOrMissing(tools_.Child("asked.log")); }
-  CommandResult VerifyAudit() {
-    return RunCommand({"/bin/sh", "-c",
-                       absl::StrCat("for log in ", home_.Child("airlock/audit"), "/*.jsonl; do ",
-                                    AirlockBinary(GetParam()), " audit verify \"$log\" --key-file ",
-                                    home_.Child("airlock/audit.key"), " || exit 1; done")},
-                      Options());
-  }
+  CommandResult VerifyAudit() { return VerifyAuditLogs(GetParam(), home_); }
 
   Scratch workspace_{GetParam()};
   Scratch home_{GetParam()};

@@ -176,6 +176,24 @@ Scratch::Scratch(RunAs run_as, const std::string& base) : run_as_(run_as) {
 
 Scratch::~Scratch() { testing::RemoveTree(path_); }
 
+RunOptions AirlockOptions(RunAs run_as, const Scratch& home) {
+  const std::string binary = AirlockBinary(run_as);
+  RunOptions options;
+  options.run_as = run_as;
+  options.env = {absl::StrCat("AIRLOCK_HOME=", home.Child("airlock")),
+                 absl::StrCat("HOME=", home.path()),
+                 absl::StrCat("PATH=", binary.substr(0, binary.rfind('/')), ":/usr/bin:/bin")};
+  return options;
+}
+
+CommandResult VerifyAuditLogs(RunAs run_as, const Scratch& home) {
+  return RunCommand({"/bin/sh", "-c",
+                     absl::StrCat("for log in ", home.Child("airlock/audit"), "/*.jsonl; do ",
+                                  AirlockBinary(run_as), " audit verify \"$log\" --key-file ",
+                                  home.Child("airlock/audit.key"), " || exit 1; done")},
+                    AirlockOptions(run_as, home));
+}
+
 void Scratch::MakeDir(const std::string& relative) const {
   std::string current = path_;
   size_t start = 0;

@@ -64,6 +64,14 @@ class Scratch {
   std::string path_;
 };
 
+// Options for running `airlock` (and the worker's `airlock tool`) as `run_as` with its own
+// home: AIRLOCK_HOME=HOME/airlock, HOME, and a PATH that starts with the binary's directory.
+RunOptions AirlockOptions(RunAs run_as, const Scratch& home);
+
+// `airlock audit verify` of every log in HOME/airlock/audit with HOME/airlock/audit.key; exit 0
+// when all verify.
+CommandResult VerifyAuditLogs(RunAs run_as, const Scratch& home);
+
 // Both identities when running as root, only the current user otherwise.
 std::vector<RunAs> IdentitiesToTest();
 std::string RunAsName(const ::testing::TestParamInfo<RunAs>& info);

@@ -31,15 +31,7 @@ class SeedScenarioTest : public ::testing::TestWithParam<RunAs> {
     ::chmod(tools_.Child("allow.sh").c_str(), 0755);
     ::chmod(tools_.Child("deny.sh").c_str(), 0755);
   }
-  RunOptions Options() const {
-    const std::string binary = AirlockBinary(GetParam());
-    RunOptions options;
-    options.run_as = GetParam();
-    options.env = {absl::StrCat("AIRLOCK_HOME=", home_.Child("airlock")),
-                   absl::StrCat("HOME=", home_.path()),
-                   absl::StrCat("PATH=", binary.substr(0, binary.rfind('/')), ":/usr/bin:/bin")};
-    return options;
-  }
+  RunOptions Options() const { return AirlockOptions(GetParam(), home_); }
   CommandResult Run(std::vector<std::string> args, const std::string& script) {
     std::vector<std::string> argv = {"run", "--workspace", workspace_.path()};
     argv.insert(argv.end(), args.begin(), args.end());
@@ -47,13 +39,7 @@ class SeedScenarioTest : public ::testing::TestWithParam<RunAs> {
     return RunAirlock(argv, Options());
   }
   std::string Asked() const { return testing::ReadFileOrMissing(tools_.Child("asked.log")); }
-  CommandResult VerifyAudit() {
-    return RunCommand({"/bin/sh", "-c",
-                       absl::StrCat("for log in ", home_.Child("airlock/audit"), "/*.jsonl; do ",
-                                    AirlockBinary(GetParam()), " audit verify \"$log\" --key-file ",
-                                    home_.Child("airlock/audit.key"), " || exit 1; done")},
-                      Options());
-  }
+  CommandResult VerifyAudit() { return VerifyAuditLogs(GetParam(), home_); }
 
   Scratch workspace_{GetParam()};
   Scratch home_{GetParam()};

@@ -16,15 +16,7 @@ using ::testing::Not;
 
 class SessionTest : public ::testing::TestWithParam<RunAs> {
  protected:
-  RunOptions Options() const {
-    const std::string binary = AirlockBinary(GetParam());
-    RunOptions options;
-    options.run_as = GetParam();
-    options.env = {absl::StrCat("AIRLOCK_HOME=", home_.Child("airlock")),
-                   absl::StrCat("HOME=", home_.path()),
-                   absl::StrCat("PATH=", binary.substr(0, binary.rfind('/')), ":/usr/bin:/bin")};
-    return options;
-  }
+  RunOptions Options() const { return AirlockOptions(GetParam(), home_); }
   // `airlock run ARGS -- sh -c SCRIPT`.
   CommandResult Run(std::vector<std::string> args, const std::string& script) {
     std::vector<std::string> argv = {"run", "--workspace", workspace_.path(), "--approver", "none"};
