@@ -284,6 +284,7 @@ absl::StatusOr<v1::CallToolResult> ToolGateway::RunCommand(const PreparedToolCal
   result.set_exit_code(ran.exit_code());
   result.set_stderr(ran.stderr());
   result.set_truncated(ran.truncated());
+  result.set_full_output(ran.full_output());
   result.set_timed_out(ran.timed_out());
   return result;
 }
