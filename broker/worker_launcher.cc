@@ -2,6 +2,8 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -11,6 +13,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <csignal>
 #include <cstdlib>
@@ -307,10 +310,27 @@ absl::StatusOr<ScopedFd> MemoryFile(const char* name, absl::string_view contents
   return fd;
 }
 
-std::string ReadStatusLine(int fd) {
+// How long the confinement may take to report; bwrap and `__confine` need milliseconds.
+constexpr auto kStatusTimeout = std::chrono::seconds(30);
+
+// The status line, or nothing once `deadline` passes (`timed_out` set).
+std::string ReadStatusLine(int fd, std::chrono::steady_clock::time_point deadline,
+                           bool* timed_out) {
   std::string line;
   char buffer[512];
+  *timed_out = false;
   while (line.size() < 4096) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      *timed_out = true;
+      return std::string();
+    }
+    pollfd p{fd, POLLIN, 0};
+    const int ready = ::poll(&p, 1, static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) continue;  // the deadline check above ends the wait
+    if (ready < 0) break;
     const ssize_t n = ::read(fd, buffer, sizeof(buffer));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
@@ -512,7 +532,17 @@ absl::StatusOr<WorkerLaunch> LaunchConfinedWorker(const WorkerLaunchOptions& opt
   // `__confine` writes one line before it execs. bwrap's own processes keep their copies of
   // the descriptor open, so read up to the newline rather than to EOF; EOF without a line
   // means bwrap or `__confine` died first.
-  std::string line = ReadStatusLine(status_read.get());
+  bool timed_out = false;
+  std::string line = ReadStatusLine(status_read.get(),
+                                    std::chrono::steady_clock::now() + kStatusTimeout, &timed_out);
+  if (timed_out) {
+    // Stuck before the agent could start: the launch is refused and its tree killed.
+    ::kill(pid, SIGKILL);
+    (void)WaitForExit(pid);
+    return absl::DeadlineExceededError(absl::StrCat(
+        "the worker's confinement could not be applied: no report from the confinement within ",
+        kStatusTimeout.count(), " s; the worker was killed"));
+  }
   if (!absl::StartsWith(line, "ok ")) {
     absl::StatusOr<ExitStatus> exit = WaitForExit(pid);
     std::string why;
