@@ -1,0 +1,114 @@
+#include "platform/base/group_sync.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <utility>
+
+#include "platform/base/errno_status.h"
+
+namespace airlock {
+
+GroupSync::GroupSync(int fd, uint64_t synced, std::string what, GroupSyncOptions options)
+    : fd_(fd), what_(std::move(what)), options_(std::move(options)) {
+  written_ = requested_ = synced_ = synced;
+  thread_ = std::thread([this] { Loop(); });
+}
+
+GroupSync::~GroupSync() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void GroupSync::Written(uint64_t end) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (end <= written_) return;
+  written_ = end;
+  if (!dirty_timer_) {
+    dirty_timer_ = true;
+    deadline_ = std::chrono::steady_clock::now() + options_.flush_delay;
+    wake_.notify_one();
+  }
+}
+
+void GroupSync::Request(uint64_t end) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  written_ = std::max(written_, end);
+  if (end <= requested_) return;
+  requested_ = end;
+  wake_.notify_one();
+}
+
+absl::Status GroupSync::WaitThrough(uint64_t end) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (end <= synced_) return absl::OkStatus();
+  if (!failure_.ok()) return failure_;
+  written_ = std::max(written_, end);
+  if (end > requested_) {
+    requested_ = end;
+    wake_.notify_one();
+  }
+  synced_cv_.wait(lock, [&] { return synced_ >= end || !failure_.ok(); });
+  return synced_ >= end ? absl::OkStatus() : failure_;
+}
+
+absl::Status GroupSync::status() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return failure_;
+}
+
+uint64_t GroupSync::synced() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return synced_;
+}
+
+uint64_t GroupSync::syncs() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return syncs_;
+}
+
+void GroupSync::Loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    const bool dirty = written_ > synced_ && failure_.ok();
+    if (!dirty) {
+      dirty_timer_ = false;
+      if (stopping_) return;
+      wake_.wait(lock);
+      continue;
+    }
+    // Someone waits (or we stop): sync now. Otherwise wait for the flush deadline, unless a
+    // request or the stop comes first.
+    if (requested_ <= synced_ && !stopping_ &&
+        std::chrono::steady_clock::now() < deadline_) {
+      wake_.wait_until(lock, deadline_);
+      continue;
+    }
+    // Everything written before the sync starts is covered by it.
+    const uint64_t target = written_;
+    dirty_timer_ = false;
+    lock.unlock();
+    const int rc = options_.sync_for_testing ? options_.sync_for_testing(fd_) : ::fdatasync(fd_);
+    const int error_number = errno;
+    lock.lock();
+    ++syncs_;
+    if (rc != 0) {
+      failure_ = ErrnoToStatus(error_number, "fdatasync", what_);
+    } else {
+      synced_ = std::max(synced_, target);
+    }
+    // Bytes written while the sync ran start a new flush delay.
+    if (written_ > synced_ && !dirty_timer_) {
+      dirty_timer_ = true;
+      deadline_ = std::chrono::steady_clock::now() + options_.flush_delay;
+    }
+    synced_cv_.notify_all();
+  }
+}
+
+}  // namespace airlock
