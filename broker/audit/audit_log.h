@@ -19,8 +19,8 @@
 //   caller overlaps its own work (writing and syncing a temp file) and waits before it acts
 //   (the rename). This is how intents are recorded.
 // - kBuffered: synced by the next durable record's sync, by the background flush within
-//   `flush_delay`, by Flush(), Seal() or the destructor — whichever comes first (outcomes,
-//   requests, refusals).
+//   `flush_delay` (50 ms), by Flush(), Seal() or the destructor — whichever comes first
+//   (outcomes, requests, refusals). Under load the next intent's sync covers them.
 // Any failure to write or sync is returned: the broker must then refuse the action. A failed
 // write is cut back off the file; if that fails too, or a sync fails, the log is broken and
 // every later Append fails (fail closed).
@@ -69,7 +69,7 @@ struct AuditLogOptions {
   absl::Duration epoch_max_duration = absl::Seconds(60);  // zero: no timer
   std::function<absl::Time()> clock;                 // default absl::Now (tests inject one)
   // How long a buffered record may stay unsynced when no durable record follows.
-  absl::Duration flush_delay = absl::Milliseconds(5);
+  absl::Duration flush_delay = absl::Milliseconds(50);
   // Tests replace fdatasync(fd) of the background syncs (return -1 and set errno to fail).
   std::function<int(int)> sync_for_testing;
 };

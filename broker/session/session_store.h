@@ -3,9 +3,9 @@
 // Approvals are never stored. Appends are one write(2) each, so a record survives the broker
 // being killed once its Record* call returned. The header and context snapshots are synced
 // before Create / RecordContextIfChanged return (the preset a resumed session starts under);
-// tool calls and results are synced by a background group commit within `flush_delay`
-// (platform/base/group_sync.h), by the next snapshot, or when the store is destroyed — off the
-// call's critical path. A failed sync is returned by every later Record* call.
+// tool calls and results are synced by a background group commit (platform/base/group_sync.h)
+// alongside the audit log's next waited-for sync, else within 50 ms, by the next snapshot, or
+// when the store is destroyed — off the call's critical path. A failed sync is returned by every later Record* call.
 // A file that fails validation is rejected and never rewritten.
 #ifndef BROKER_SESSION_SESSION_STORE_H_
 #define BROKER_SESSION_SESSION_STORE_H_

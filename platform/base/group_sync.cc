@@ -4,19 +4,40 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <set>
 #include <utility>
+#include <vector>
 
 #include "platform/base/errno_status.h"
 
 namespace airlock {
+namespace {
+
+// Every GroupSync of the process, so that a sync someone waits for can call the others in.
+std::mutex& RegistryMutex() {
+  static std::mutex* const mutex = new std::mutex;
+  return *mutex;
+}
+std::set<GroupSync*>& Registry() {
+  static std::set<GroupSync*>* const registry = new std::set<GroupSync*>;
+  return *registry;
+}
+
+}  // namespace
 
 GroupSync::GroupSync(int fd, uint64_t synced, std::string what, GroupSyncOptions options)
     : fd_(fd), what_(std::move(what)), options_(std::move(options)) {
   written_ = requested_ = synced_ = synced;
   thread_ = std::thread([this] { Loop(); });
+  std::lock_guard<std::mutex> lock(RegistryMutex());
+  Registry().insert(this);
 }
 
 GroupSync::~GroupSync() {
+  {
+    std::lock_guard<std::mutex> lock(RegistryMutex());
+    Registry().erase(this);
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
@@ -25,22 +46,37 @@ GroupSync::~GroupSync() {
   thread_.join();
 }
 
+// Notifications are sent after the lock is released: on a busy machine a thread woken while
+// the waker still holds the lock blocks on it, and the waker may lose the CPU in between.
+
+void GroupSync::Join() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (written_ <= synced_ || !failure_.ok()) return;
+    join_ = true;
+  }
+  wake_.notify_one();
+}
+
 void GroupSync::Written(uint64_t end) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (end <= written_) return;
-  written_ = end;
-  if (!dirty_timer_) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (end <= written_) return;
+    written_ = end;
+    if (dirty_timer_) return;
     dirty_timer_ = true;
     deadline_ = std::chrono::steady_clock::now() + options_.flush_delay;
-    wake_.notify_one();
   }
+  wake_.notify_one();
 }
 
 void GroupSync::Request(uint64_t end) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  written_ = std::max(written_, end);
-  if (end <= requested_) return;
-  requested_ = end;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    written_ = std::max(written_, end);
+    if (end <= requested_) return;
+    requested_ = end;
+  }
   wake_.notify_one();
 }
 
@@ -51,7 +87,9 @@ absl::Status GroupSync::WaitThrough(uint64_t end) {
   written_ = std::max(written_, end);
   if (end > requested_) {
     requested_ = end;
+    lock.unlock();
     wake_.notify_one();
+    lock.lock();
   }
   synced_cv_.wait(lock, [&] { return synced_ >= end || !failure_.ok(); });
   return synced_ >= end ? absl::OkStatus() : failure_;
@@ -84,15 +122,23 @@ void GroupSync::Loop() {
     }
     // Someone waits (or we stop): sync now. Otherwise wait for the flush deadline, unless a
     // request or the stop comes first.
-    if (requested_ <= synced_ && !stopping_ &&
-        std::chrono::steady_clock::now() < deadline_) {
+    const bool waited_for = requested_ > synced_;
+    if (!waited_for && !join_ && !stopping_ && std::chrono::steady_clock::now() < deadline_) {
       wake_.wait_until(lock, deadline_);
       continue;
     }
     // Everything written before the sync starts is covered by it.
     const uint64_t target = written_;
     dirty_timer_ = false;
+    join_ = false;
     lock.unlock();
+    if (waited_for) {
+      // Call the other files' pending bytes in: their syncs run alongside this one.
+      std::lock_guard<std::mutex> registry(RegistryMutex());
+      for (GroupSync* other : Registry()) {
+        if (other != this) other->Join();
+      }
+    }
     const int rc = options_.sync_for_testing ? options_.sync_for_testing(fd_) : ::fdatasync(fd_);
     const int error_number = errno;
     lock.lock();
@@ -107,7 +153,9 @@ void GroupSync::Loop() {
       dirty_timer_ = true;
       deadline_ = std::chrono::steady_clock::now() + options_.flush_delay;
     }
+    lock.unlock();
     synced_cv_.notify_all();
+    lock.lock();
   }
 }
 

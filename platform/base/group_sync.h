@@ -2,7 +2,11 @@
 // (Written); a background thread makes it durable with fdatasync, one sync covering
 // everything written before it started. A writer that needs its bytes on disk asks and waits
 // (WaitThrough), sharing the sync in flight or the next one with every other waiter; bytes
-// nobody waits for are synced by the background thread within `flush_delay` of being written.
+// nobody waits for are synced by the background thread within `flush_delay` of being written,
+// or sooner: when any GroupSync of the process starts a sync someone waits for, every other
+// one with unsynced bytes starts its own at the same moment, so that the file system can
+// commit them together (one journal commit) instead of one after the other on a later call's
+// path.
 //
 // The first failed sync is kept: every later wait fails with it (after a failed fdatasync the
 // kernel may have dropped the dirty pages, so a later successful sync proves nothing).
@@ -24,7 +28,7 @@ namespace airlock {
 
 struct GroupSyncOptions {
   // How long written bytes may stay unsynced when nobody waits for them.
-  std::chrono::microseconds flush_delay = std::chrono::milliseconds(5);
+  std::chrono::microseconds flush_delay = std::chrono::milliseconds(50);
   // Tests replace fdatasync(fd) (return -1 and set errno to fail).
   std::function<int(int)> sync_for_testing;
 };
@@ -53,6 +57,8 @@ class GroupSync {
 
  private:
   void Loop();
+  // Another GroupSync starts a sync someone waits for: sync now if dirty.
+  void Join();
 
   const int fd_;
   const std::string what_;
@@ -66,6 +72,7 @@ class GroupSync {
   uint64_t synced_ = 0;              // guarded by mutex_
   uint64_t syncs_ = 0;               // guarded by mutex_
   bool dirty_timer_ = false;         // guarded by mutex_; unsynced bytes wait for the deadline
+  bool join_ = false;                // guarded by mutex_; sync now (another one does)
   std::chrono::steady_clock::time_point deadline_;  // guarded by mutex_
   absl::Status failure_;             // guarded by mutex_
   bool stopping_ = false;            // guarded by mutex_

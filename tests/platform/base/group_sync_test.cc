@@ -116,6 +116,29 @@ TEST_F(GroupSyncTest, ConcurrentWaitersShareSyncs) {
   EXPECT_GE(sync.synced(), written_);
 }
 
+TEST_F(GroupSyncTest, AWaitedForSyncCallsTheOtherFilesPendingBytesIn) {
+  // Two files, nobody waits for the first: its bytes are synced alongside the second's
+  // waited-for sync, long before its own delay.
+  ScopedFd other(::open(dir_.Child("other").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+                        0600));
+  ASSERT_TRUE(other.valid());
+  GroupSyncOptions lazy;
+  lazy.flush_delay = std::chrono::hours(1);
+  GroupSync first(fd_.get(), 0, "file", lazy);
+  GroupSync second(other.get(), 0, "other", lazy);
+  const uint64_t end = Append(10);
+  first.Written(end);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(first.synced(), 0u);
+  ASSERT_EQ(::write(other.get(), "abc", 3), 3);
+  ASSERT_THAT(second.WaitThrough(3), IsOk());
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (first.synced() < end && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_GE(first.synced(), end);
+}
+
 TEST_F(GroupSyncTest, AFailedSyncFailsEveryLaterWait) {
   std::atomic<bool> fail{true};
   GroupSyncOptions options;
