@@ -82,17 +82,21 @@ void GroupSync::Request(uint64_t end) {
 
 absl::Status GroupSync::WaitThrough(uint64_t end) {
   std::unique_lock<std::mutex> lock(mutex_);
-  if (end <= synced_) return absl::OkStatus();
-  if (!failure_.ok()) return failure_;
   written_ = std::max(written_, end);
-  if (end > requested_) {
-    requested_ = end;
-    lock.unlock();
-    wake_.notify_one();
-    lock.lock();
+  requested_ = std::max(requested_, end);
+  while (synced_ < end) {
+    if (!failure_.ok()) return failure_;
+    if (syncing_) {
+      // A sync is in flight (the background thread's, or another waiter's): it may cover
+      // these bytes; wait for it rather than flushing the device a second time.
+      synced_cv_.wait(lock);
+      continue;
+    }
+    // Nobody syncs: this thread does, rather than wait for the background thread to be
+    // scheduled (on a busy machine that can take longer than the sync).
+    SyncLocked(lock, /*waited_for=*/true);
   }
-  synced_cv_.wait(lock, [&] { return synced_ >= end || !failure_.ok(); });
-  return synced_ >= end ? absl::OkStatus() : failure_;
+  return absl::OkStatus();
 }
 
 absl::Status GroupSync::status() const {
@@ -127,36 +131,47 @@ void GroupSync::Loop() {
       wake_.wait_until(lock, deadline_);
       continue;
     }
-    // Everything written before the sync starts is covered by it.
-    const uint64_t target = written_;
-    dirty_timer_ = false;
-    join_ = false;
-    lock.unlock();
-    if (waited_for) {
-      // Call the other files' pending bytes in: their syncs run alongside this one.
-      std::lock_guard<std::mutex> registry(RegistryMutex());
-      for (GroupSync* other : Registry()) {
-        if (other != this) other->Join();
-      }
+    if (syncing_) {
+      synced_cv_.wait(lock);
+      continue;
     }
-    const int rc = options_.sync_for_testing ? options_.sync_for_testing(fd_) : ::fdatasync(fd_);
-    const int error_number = errno;
-    lock.lock();
-    ++syncs_;
-    if (rc != 0) {
-      failure_ = ErrnoToStatus(error_number, "fdatasync", what_);
-    } else {
-      synced_ = std::max(synced_, target);
-    }
-    // Bytes written while the sync ran start a new flush delay.
-    if (written_ > synced_ && !dirty_timer_) {
-      dirty_timer_ = true;
-      deadline_ = std::chrono::steady_clock::now() + options_.flush_delay;
-    }
-    lock.unlock();
-    synced_cv_.notify_all();
-    lock.lock();
+    SyncLocked(lock, waited_for);
   }
+}
+
+void GroupSync::SyncLocked(std::unique_lock<std::mutex>& lock, bool waited_for) {
+  // Everything written before the sync starts is covered by it.
+  const uint64_t target = written_;
+  syncing_ = true;
+  dirty_timer_ = false;
+  join_ = false;
+  lock.unlock();
+  if (waited_for) {
+    // Call the other files' pending bytes in: their syncs run alongside this one.
+    std::lock_guard<std::mutex> registry(RegistryMutex());
+    for (GroupSync* other : Registry()) {
+      if (other != this) other->Join();
+    }
+  }
+  const int rc = options_.sync_for_testing ? options_.sync_for_testing(fd_) : ::fdatasync(fd_);
+  const int error_number = errno;
+  lock.lock();
+  syncing_ = false;
+  ++syncs_;
+  if (rc != 0) {
+    if (failure_.ok()) failure_ = ErrnoToStatus(error_number, "fdatasync", what_);
+  } else {
+    synced_ = std::max(synced_, target);
+  }
+  // Bytes written while the sync ran start a new flush delay.
+  if (written_ > synced_ && !dirty_timer_) {
+    dirty_timer_ = true;
+    deadline_ = std::chrono::steady_clock::now() + options_.flush_delay;
+  }
+  lock.unlock();
+  synced_cv_.notify_all();
+  wake_.notify_one();
+  lock.lock();
 }
 
 }  // namespace airlock

@@ -1,7 +1,9 @@
 // Group commit for one append-only file. Writers note how far the file has been written
-// (Written); a background thread makes it durable with fdatasync, one sync covering
-// everything written before it started. A writer that needs its bytes on disk asks and waits
-// (WaitThrough), sharing the sync in flight or the next one with every other waiter; bytes
+// (Written); fdatasync makes it durable, one sync covering everything written before it
+// started, and only one sync is in flight at a time. A writer that needs its bytes on disk
+// waits (WaitThrough): for the sync in flight if there is one, else it syncs itself — it does
+// not depend on the background thread being scheduled. Request starts a sync on the
+// background thread without waiting (to overlap it with the caller's own work); bytes
 // nobody waits for are synced by the background thread within `flush_delay` of being written,
 // or sooner: when any GroupSync of the process starts a sync someone waits for, every other
 // one with unsynced bytes starts its own at the same moment, so that the file system can
@@ -57,6 +59,9 @@ class GroupSync {
 
  private:
   void Loop();
+  // Syncs everything written so far; requires mutex_ (held by `lock`, released meanwhile) and
+  // no sync in flight. `waited_for`: someone waits, so the other files are called in.
+  void SyncLocked(std::unique_lock<std::mutex>& lock, bool waited_for);
   // Another GroupSync starts a sync someone waits for: sync now if dirty.
   void Join();
 
@@ -73,6 +78,7 @@ class GroupSync {
   uint64_t syncs_ = 0;               // guarded by mutex_
   bool dirty_timer_ = false;         // guarded by mutex_; unsynced bytes wait for the deadline
   bool join_ = false;                // guarded by mutex_; sync now (another one does)
+  bool syncing_ = false;             // guarded by mutex_; an fdatasync is in flight
   std::chrono::steady_clock::time_point deadline_;  // guarded by mutex_
   absl::Status failure_;             // guarded by mutex_
   bool stopping_ = false;            // guarded by mutex_
