@@ -5,6 +5,9 @@
 //   brokered-bash N        N sandboxed `true` commands through the broker
 //   bare-bwrap N DIR       N bare bwrap launches of `true` with the shell sandbox's namespaces
 //   load WORKERS N DIR     WORKERS threads, each its own channel, N mixed read/write/edit calls
+//   exec-breakdown N DIR   where exec_true's time goes: bare bwrap, then airlock's launcher
+//                          (preflight, seccomp, private /tmp), then its protection masks, then
+//                          the whole shell runner, alternating, N each (one JSON object)
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -14,6 +17,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,7 +25,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "broker/exec/protection_plan.h"
+#include "broker/exec/runtime_dir.h"
+#include "broker/exec/shell_runner.h"
 #include "broker/fs/atomic_replace.h"
+#include "platform/linux/bwrap_launcher.h"
 #include "platform/base/scoped_fd.h"
 #include "worker/broker_client.h"
 
@@ -108,34 +116,192 @@ int BrokeredBash(int n) {
   return 0;
 }
 
-// The baseline of exec_true: a bare bwrap launch of `true` with the namespaces and mounts of
-// the shell sandbox (workspace-write: root read-only, fresh /dev and /proc, a private /tmp,
-// the workspace writable), without airlock's preflight, temp directory or audit.
-int BareBwrap(int n, const std::string& dir) {
-  const std::vector<std::string> args = {
+// Sources for bare bwrap's masks: an empty directory and an empty file, made once.
+struct MaskSources {
+  std::string dir;
+  std::string file;
+};
+const MaskSources& BareMaskSources() {
+  static const MaskSources* const sources = [] {
+    auto* made = new MaskSources;
+    std::string base = "/dev/shm/airlock-bench-XXXXXX";
+    if (::mkdtemp(base.data()) == nullptr) return made;
+    static std::string* const remove_at_exit = new std::string(base);
+    std::atexit([] { (void)broker::RemoveTree(*remove_at_exit); });
+    made->dir = base + "/empty-dir";
+    made->file = base + "/empty-file";
+    ::mkdir(made->dir.c_str(), 0500);
+    ScopedFd fd(::open(made->file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0400));
+    return made;
+  }();
+  return *sources;
+}
+
+// The masks airlock's protection plan puts into DIR.
+std::vector<linux_sandbox::CoveredPath> PlannedMasks(const std::string& dir) {
+  auto plan = broker::PlanProtection({dir}, {});
+  return plan.ok() ? plan->masks : std::vector<linux_sandbox::CoveredPath>{};
+}
+
+// One bare bwrap launch (the exec_true baseline), in microseconds; <0 on failure. With
+// `masks`, the same empty read-only mounts airlock's plan makes (bwrap creates the mount
+// points; they are removed after the timing, which favours the baseline). `program` is
+// /bin/true, or bash running `true` when `via_bash`.
+double BareBwrapOnce(const std::string& dir,
+                     const std::vector<linux_sandbox::CoveredPath>& masks = {},
+                     bool via_bash = false) {
+  std::vector<std::string> args = {
       "/usr/bin/bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
       "--tmpfs", "/tmp", "--bind", dir, dir, "--unshare-user", "--unshare-pid",
       "--unshare-net", "--unshare-ipc", "--unshare-uts", "--new-session", "--die-with-parent",
-      "--disable-userns", "--cap-drop", "ALL", "--clearenv", "--setenv", "PATH", "/usr/bin:/bin",
-      "--", "/bin/true"};
+      "--disable-userns", "--cap-drop", "ALL", "--clearenv", "--setenv", "PATH", "/usr/bin:/bin"};
+  for (const auto& mask : masks) {
+    args.insert(args.end(), {"--ro-bind", mask.directory ? BareMaskSources().dir
+                                                         : BareMaskSources().file,
+                             mask.path});
+  }
+  args.push_back("--");
+  if (via_bash) {
+    args.insert(args.end(), {"/bin/bash", "--noprofile", "--norc", "-c", "true"});
+  } else {
+    args.push_back("/bin/true");
+  }
   std::vector<char*> argv;
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   char* envp[] = {nullptr};
+  const auto start = Clock::now();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execve(argv[0], argv.data(), envp);
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  const double us = Micros(Clock::now() - start);
+  for (const auto& mask : masks) {
+    if (mask.directory) {
+      ::rmdir(mask.path.c_str());
+    } else {
+      ::unlink(mask.path.c_str());
+    }
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? us : -1;
+}
+
+// The baseline of exec_true: a bare bwrap launch of `true` with the namespaces and mounts of
+// the shell sandbox (workspace-write: root read-only, fresh /dev and /proc, a private /tmp,
+// the workspace writable), without airlock's preflight, temp directory, masks or audit.
+int BareBwrap(int n, const std::string& dir) {
   std::vector<double> samples;
   for (int i = 0; i < n; ++i) {
-    const auto start = Clock::now();
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      ::execve(argv[0], argv.data(), envp);
-      ::_exit(127);
-    }
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    samples.push_back(Micros(Clock::now() - start));
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return Fail("bare bwrap failed");
+    samples.push_back(BareBwrapOnce(dir));
+    if (samples.back() < 0) return Fail("bare bwrap failed");
   }
   PrintSamples(samples);
+  return 0;
+}
+
+// The same with the masks of airlock's protection plan for DIR: the same mounts as airlock's
+// sandbox (SPEC §11 "the same namespaces and mounts").
+int BareBwrapMasked(int n, const std::string& dir) {
+  const std::vector<linux_sandbox::CoveredPath> masks = PlannedMasks(dir);
+  std::vector<double> samples;
+  for (int i = 0; i < n; ++i) {
+    samples.push_back(BareBwrapOnce(dir, masks));
+    if (samples.back() < 0) return Fail("bare bwrap with masks failed");
+  }
+  PrintSamples(samples);
+  return 0;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// Where exec_true's time goes (medians, microseconds), alternating:
+//   bare             bare bwrap + /bin/true (the exec_true baseline)
+//   bare_bash        bare bwrap + bash --noprofile --norc -c true (bash's own start)
+//   bare_masks       bare bwrap + the same masks as airlock's plan for DIR (bwrap's own cost
+//                    of them: mount points made on the host, a bind, mountinfo read, remount)
+//   launcher         airlock's bwrap launch: preflight bash, seccomp, a private /tmp bound
+//                    from the runtime directory, the ready pipe (no masks, no scan)
+//   launcher_masks   + the plan and its masks (files unlinked and directories renamed aside
+//                    by ReleaseMasks)
+//   launcher_masks_rmdir  the same with the directories removed inline (the way before)
+//   runner           ShellRunner::Run: + call directory, root checks, scan, hidden paths
+int ExecBreakdown(int n, const std::string& dir) {
+  auto runtime = broker::EnsureRuntimeDir("");
+  if (!runtime.ok()) return Fail(runtime.status().message());
+  broker::ShellRunnerOptions runner_options;
+  auto runner = broker::ShellRunner::Create(runner_options);
+  if (!runner.ok()) return Fail(runner.status().message());
+  std::map<std::string, std::vector<double>> samples;
+  auto launch = [&](bool with_masks, bool rmdir_inline) -> double {
+    auto call = broker::MakeCallDir(*runtime);
+    if (!call.ok()) return -1;
+    linux_sandbox::SandboxRunOptions sandbox;
+    sandbox.layout.private_tmp = call->tmp;
+    sandbox.layout.empty_dir = call->empty_dir;
+    sandbox.layout.empty_file = call->empty_file;
+    sandbox.layout.cwd = dir;
+    sandbox.layout.env = {{"PATH", "/usr/bin:/bin"}};
+    sandbox.layout.writable_roots = {dir};
+    sandbox.command.shell_line = "true";
+    const auto start = Clock::now();
+    if (with_masks) {
+      auto plan = broker::PlanProtection({dir}, {});
+      if (!plan.ok()) return -1;
+      sandbox.layout.masks = plan->masks;
+      sandbox.layout.self_binds = plan->self_binds;
+      sandbox.layout.read_only = plan->read_only;
+    }
+    broker::AcquireMasks(sandbox.layout.masks);
+    auto result = linux_sandbox::RunInShellSandbox(sandbox);
+    if (rmdir_inline) {
+      for (const auto& mask : sandbox.layout.masks) {
+        if (mask.directory) {
+          ::rmdir(mask.path.c_str());
+        } else {
+          ::unlink(mask.path.c_str());
+        }
+      }
+    }
+    broker::ReleaseMasks(sandbox.layout.masks);
+    const double us = Micros(Clock::now() - start);
+    broker::DrainMaskRemovals();  // outside the timing, before the next launch
+    (void)broker::RemoveTree(call->path);
+    return result.ok() && result->status.ShellCode() == 0 ? us : -1;
+  };
+  const std::vector<linux_sandbox::CoveredPath> masks = PlannedMasks(dir);
+  for (int i = 0; i < n; ++i) {
+    samples["bare"].push_back(BareBwrapOnce(dir));
+    samples["bare_bash"].push_back(BareBwrapOnce(dir, {}, true));
+    samples["bare_masks"].push_back(BareBwrapOnce(dir, masks));
+    samples["launcher"].push_back(launch(false, false));
+    samples["launcher_masks"].push_back(launch(true, false));
+    samples["launcher_masks_rmdir"].push_back(launch(true, true));
+    broker::ShellRequest request;
+    request.command = "true";
+    request.cwd = dir;
+    request.preset = v1::PRESET_WORKSPACE_WRITE;
+    request.roots = {dir};
+    const auto start = Clock::now();
+    auto ran = (*runner)->Run(request, nullptr);
+    samples["runner"].push_back(ran.ok() && ran->exit_code() == 0 ? Micros(Clock::now() - start)
+                                                                  : -1);
+    broker::DrainMaskRemovals();
+  }
+  std::vector<std::string> parts;
+  for (const auto& [name, values] : samples) {
+    if (std::find_if(values.begin(), values.end(), [](double v) { return v < 0; }) !=
+        values.end()) {
+      return Fail(absl::StrCat("exec-breakdown: a ", name, " launch failed"));
+    }
+    parts.push_back(absl::StrCat("\"", name, "\":", static_cast<int64_t>(Median(values))));
+  }
+  std::printf("{%s}\n", absl::StrJoin(parts, ",").c_str());
   return 0;
 }
 
@@ -208,6 +374,8 @@ int main(int argc, char** argv) {
   if (mode == "direct-write" && argc == 4) return airlock::bench::DirectWrite(n, argv[3]);
   if (mode == "brokered-bash" && argc == 3) return airlock::bench::BrokeredBash(n);
   if (mode == "bare-bwrap" && argc == 4) return airlock::bench::BareBwrap(n, argv[3]);
+  if (mode == "bare-bwrap-masked" && argc == 4) return airlock::bench::BareBwrapMasked(n, argv[3]);
+  if (mode == "exec-breakdown" && argc == 4) return airlock::bench::ExecBreakdown(n, argv[3]);
   int per_worker = 0;
   if (mode == "load" && argc == 5 && absl::SimpleAtoi(argv[3], &per_worker) && per_worker > 0) {
     return airlock::bench::Load(n, per_worker, argv[4]);

@@ -267,12 +267,10 @@ v1::Response Dispatcher::Handle(const v1::Request& request, uint64_t channel,
                                                                     : ": the tool succeeded");
     }
   }
-  // The outcome of anything that acted (write, edit, bash) is durable before the reply; reads
-  // and refusals are synced by the next durable record or the seal.
-  const bool acted = response.has_write() || response.has_edit() || response.has_bash() ||
-                     response.has_call_tool();
-  if (absl::StatusOr<uint64_t> seq = services_.audit->Append(
-          outcome, acted ? audit::Durability::kDurable : audit::Durability::kBuffered);
+  // Outcomes are group-committed off the reply's path: written now (they survive a killed
+  // broker), synced by the next durable record or the log's background flush within
+  // milliseconds. What acted is already on disk, and its durable intent names it.
+  if (absl::StatusOr<uint64_t> seq = services_.audit->Append(outcome, audit::Durability::kBuffered);
       !seq.ok()) {
     AIRLOCK_LOG(kError, "audit log: the outcome of request ", request.id(),
                 " could not be recorded: ", seq.status().message());

@@ -7,6 +7,18 @@
 
 namespace airlock::broker {
 
+namespace {
+
+absl::Status Unwritable(const MutationPlan& plan, const absl::Status& why) {
+  return WithRule(WireError(v1::INTERNAL, absl::StrCat(plan.tool, " ", plan.canonical_path,
+                                                       " refused: the audit log cannot be "
+                                                       "written (", why.message(),
+                                                       "); nothing was changed")),
+                  "audit:unwritable");
+}
+
+}  // namespace
+
 absl::StatusOr<v1::WriteResult> JournaledFileTools::Write(const v1::WriteRequest&) {
   // The one-call shortcut would skip the policy; the dispatcher always goes through the gate.
   return WireError(v1::INTERNAL, "write must pass the approval gate");
@@ -29,16 +41,28 @@ absl::StatusOr<v1::WriteResult> JournaledFileTools::Commit(const MutationPlan& p
                        ToolCall::Mutation(plan, v1::SANDBOX_PERMISSIONS_UNSPECIFIED, ""))
                     .rule;
   intent.detail = "intent: replace atomically";
-  if (absl::StatusOr<uint64_t> written = call_.audit->Append(intent, audit::Durability::kDurable);
-      !written.ok()) {
+  // The intent is written now and its sync started; the file tools write and sync the temp
+  // file meanwhile and wait for it right before the rename (or before creating a directory).
+  // An intent that cannot be written, or cannot be made durable, refuses the commit with
+  // nothing changed.
+  absl::StatusOr<audit::PendingRecord> pending = call_.audit->AppendPending(intent);
+  if (!pending.ok()) return Unwritable(plan, pending.status());
+  audit::AuditLog* const log = call_.audit;
+  const audit::PendingRecord record = *pending;
+  permission.before_rename = [log, record, &plan]() -> absl::Status {
+    absl::Status durable = log->AwaitDurable(record);
+    return durable.ok() ? durable : Unwritable(plan, durable);
+  };
+  AIRLOCK_ASSIGN_OR_RETURN(v1::WriteResult written, files_.Commit(plan, permission));
+  // A FileTools that did not call the barrier still does not acknowledge before the intent
+  // is on disk (a no-op when it did).
+  if (absl::Status durable = log->AwaitDurable(record); !durable.ok()) {
     return WithRule(WireError(v1::INTERNAL, absl::StrCat(plan.tool, " ", plan.canonical_path,
-                                                         " refused: the audit log cannot be "
-                                                         "written (",
-                                                         written.status().message(),
-                                                         "); nothing was changed")),
+                                                         ": the audit log cannot be written (",
+                                                         durable.message(), ")")),
                     "audit:unwritable");
   }
-  return files_.Commit(plan, permission);
+  return written;
 }
 
 }  // namespace airlock::broker

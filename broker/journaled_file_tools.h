@@ -1,7 +1,9 @@
 // FileTools for one call, with the write-ahead discipline of SPEC §9 around every mutation:
 // right before a plan is committed, the call is marked executing under the policy it was
 // decided by (APPROVAL_STALE if that policy is gone) and a durable intent record is written
-// (if the log cannot be written, nothing is done); the outcome is recorded after.
+// (if the log cannot be written, nothing is done). The intent is synced while the file tools
+// write and sync the temp file, and awaited right before the rename. The outcome is recorded
+// after.
 // Everything else passes through to the real FileTools.
 #ifndef BROKER_JOURNALED_FILE_TOOLS_H_
 #define BROKER_JOURNALED_FILE_TOOLS_H_

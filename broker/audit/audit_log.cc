@@ -205,7 +205,6 @@ absl::Status AuditLog::InitializeFromFile(const AuditKey& key) {
     last_time_ = result.last_time;
     size_ = result.verified_bytes;
   }
-  synced_size_ = size_;
 
   // This process needs only the current epoch's key: derive it and drop the rest.
   AIRLOCK_ASSIGN_OR_RETURN(key_, DeriveLogKey(key.master, session_));
@@ -221,8 +220,12 @@ absl::Status AuditLog::InitializeFromFile(const AuditKey& key) {
     fields.append(recovery_fields);
     AIRLOCK_RETURN_IF_ERROR(WriteLocked("recovery", fields, /*closes_epoch=*/false).status());
     if (::fdatasync(fd_.get()) != 0) return LastErrnoStatus("fdatasync audit log", path_);
-    synced_size_ = size_;
   }
+  GroupSyncOptions sync_options;
+  sync_options.flush_delay = absl::ToChronoMicroseconds(options_.flush_delay);
+  sync_options.sync_for_testing = options_.sync_for_testing;
+  sync_ = std::make_unique<GroupSync>(fd_.get(), size_, absl::StrCat("audit log ", path_),
+                                      std::move(sync_options));
   return absl::OkStatus();
 }
 
@@ -234,6 +237,7 @@ AuditLog::~AuditLog() {
   }
   timer_wake_.notify_all();
   if (timer_.joinable()) timer_.join();
+  sync_.reset();  // syncs what was written
 }
 
 absl::Time AuditLog::Now() const { return options_.clock ? options_.clock() : absl::Now(); }
@@ -248,6 +252,10 @@ void AuditLog::Break(absl::Status why) {
 
 absl::StatusOr<uint64_t> AuditLog::WriteLocked(absl::string_view event, absl::string_view fields,
                                                bool closes_epoch) {
+  if (sync_ != nullptr) {
+    // A background sync that failed breaks the log for every later record.
+    if (absl::Status synced = sync_->status(); !synced.ok()) Break(synced);
+  }
   if (!broken_.ok()) return broken_;
   if (sealed_) {
     return absl::FailedPreconditionError(absl::StrCat("audit log ", path_, " is sealed"));
@@ -311,51 +319,55 @@ absl::Status AuditLog::CloseEpochLocked() {
       .status();
 }
 
-absl::StatusOr<uint64_t> AuditLog::Append(const AuditRecord& record, Durability durability) {
+absl::StatusOr<PendingRecord> AuditLog::WriteRecord(const AuditRecord& record) {
   AIRLOCK_ASSIGN_OR_RETURN(std::string fields, SerializeRecordFields(record));
-  uint64_t seq = 0;
-  uint64_t end = 0;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    const bool epoch_full =
-        options_.epoch_max_records > 0 && epoch_records_ >= options_.epoch_max_records;
-    const bool epoch_old = options_.epoch_max_duration > absl::ZeroDuration() &&
-                           Now() - epoch_started_ >= options_.epoch_max_duration;
-    if (epoch_full || epoch_old) {
-      AIRLOCK_RETURN_IF_ERROR(CloseEpochLocked());
-    }
-    AIRLOCK_ASSIGN_OR_RETURN(seq, WriteLocked(AuditEventName(record.event), fields, false));
-    if (options_.epoch_max_records > 0 && epoch_records_ >= options_.epoch_max_records) {
-      // Close eagerly so the key is not kept a moment longer than needed. If this fails (no
-      // room), the record above still stands and the next Append closes the epoch first.
-      absl::Status closed = CloseEpochLocked();
-      if (!closed.ok() && !broken_.ok()) return broken_;
-    }
-    end = size_;
+  std::lock_guard<std::mutex> lock(mutex_);
+  const bool epoch_full =
+      options_.epoch_max_records > 0 && epoch_records_ >= options_.epoch_max_records;
+  const bool epoch_old = options_.epoch_max_duration > absl::ZeroDuration() &&
+                         Now() - epoch_started_ >= options_.epoch_max_duration;
+  if (epoch_full || epoch_old) {
+    AIRLOCK_RETURN_IF_ERROR(CloseEpochLocked());
   }
-  if (durability == Durability::kDurable) AIRLOCK_RETURN_IF_ERROR(SyncThrough(end));
-  return seq;
+  PendingRecord pending;
+  AIRLOCK_ASSIGN_OR_RETURN(pending.seq, WriteLocked(AuditEventName(record.event), fields, false));
+  if (options_.epoch_max_records > 0 && epoch_records_ >= options_.epoch_max_records) {
+    // Close eagerly so the key is not kept a moment longer than needed. If this fails (no
+    // room), the record above still stands and the next Append closes the epoch first.
+    absl::Status closed = CloseEpochLocked();
+    if (!closed.ok() && !broken_.ok()) return broken_;
+  }
+  pending.end = size_;
+  return pending;
+}
+
+absl::StatusOr<uint64_t> AuditLog::Append(const AuditRecord& record, Durability durability) {
+  AIRLOCK_ASSIGN_OR_RETURN(PendingRecord pending, WriteRecord(record));
+  if (durability == Durability::kDurable) {
+    AIRLOCK_RETURN_IF_ERROR(SyncThrough(pending.end));
+  } else {
+    sync_->Written(pending.end);
+  }
+  return pending.seq;
+}
+
+absl::StatusOr<PendingRecord> AuditLog::AppendPending(const AuditRecord& record) {
+  AIRLOCK_ASSIGN_OR_RETURN(PendingRecord pending, WriteRecord(record));
+  sync_->Request(pending.end);
+  return pending;
+}
+
+absl::Status AuditLog::AwaitDurable(const PendingRecord& pending) {
+  return SyncThrough(pending.end);
 }
 
 absl::Status AuditLog::SyncThrough(uint64_t offset) {
-  std::lock_guard<std::mutex> sync_lock(sync_mutex_);
-  if (synced_size_ >= offset) return absl::OkStatus();
-  uint64_t target;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!broken_.ok()) return broken_;
-    target = size_;
-  }
-  // One fdatasync covers every record written before it: concurrent durable appends that
-  // queued behind this one find their offset already synced.
-  if (::fdatasync(fd_.get()) != 0) {
-    absl::Status failed = LastErrnoStatus("fdatasync audit log", path_);
-    std::lock_guard<std::mutex> lock(mutex_);
-    Break(failed);
-    return broken_;
-  }
-  synced_size_ = target;
-  return absl::OkStatus();
+  // One fdatasync covers every record written before it: concurrent durable appends share it.
+  absl::Status synced = sync_->WaitThrough(offset);
+  if (synced.ok()) return synced;
+  std::lock_guard<std::mutex> lock(mutex_);
+  Break(synced);
+  return broken_;
 }
 
 absl::Status AuditLog::Flush() {
@@ -416,10 +428,7 @@ void AuditLog::TimerLoop() {
     // An idle epoch still ends on time, with its (possibly empty) close record.
     absl::Status closed = CloseEpochLocked();
     if (closed.ok()) {
-      const uint64_t end = size_;
-      lock.unlock();
-      (void)SyncThrough(end);  // a failure breaks the log; Append reports it
-      lock.lock();
+      sync_->Written(size_);  // a failed sync breaks the log; Append reports it
     } else {
       // No room right now: try again shortly (Append will also close it first).
       timer_wake_.wait_for(lock, std::chrono::milliseconds(200));

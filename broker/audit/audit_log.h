@@ -9,12 +9,21 @@
 // remains: it is what `airlock audit verify` needs, and it is protected storage the worker and
 // the shells cannot read.)
 //
-// Durability: Append(record, kDurable) returns only after fdatasync — for records of intent,
-// written before the broker acts. kBuffered writes to the file without waiting (outcomes);
-// Flush() makes everything durable. Concurrent durable appends share one fdatasync (group
-// commit). Any failure to write or sync is returned: the broker must then refuse the action.
-// A failed write is cut back off the file; if that fails too, or a sync fails, the log is
-// broken and every later Append fails (fail closed).
+// Durability (group commit): every record is written to the file (one write(2)) before Append
+// returns, so it survives the broker being killed; what a power loss may take is told below.
+// A background thread (platform/base/group_sync.h) fdatasyncs the file, one sync covering every
+// record written before it started.
+// - kDurable: Append returns once the record is on disk. Concurrent durable appends share one
+//   fdatasync.
+// - AppendPending + AwaitDurable: the record is written and its sync started at once; the
+//   caller overlaps its own work (writing and syncing a temp file) and waits before it acts
+//   (the rename). This is how intents are recorded.
+// - kBuffered: synced by the next durable record's sync, by the background flush within
+//   `flush_delay` (50 ms), by Flush(), Seal() or the destructor — whichever comes first
+//   (outcomes, requests, refusals). Under load the next intent's sync covers them.
+// Any failure to write or sync is returned: the broker must then refuse the action. A failed
+// write is cut back off the file; if that fails too, or a sync fails, the log is broken and
+// every later Append fails (fail closed).
 //
 // Crash recovery: Open on an existing log verifies it. A torn final line is cut off and a
 // recovery record says what was cut; a log that ended without a seal gets a recovery record
@@ -39,19 +48,30 @@
 #include "broker/audit/audit_crypto.h"
 #include "broker/audit/audit_key.h"
 #include "broker/audit/audit_record.h"
+#include "platform/base/group_sync.h"
 #include "platform/base/scoped_fd.h"
 
 namespace airlock::broker::audit {
 
 enum class Durability {
   kDurable,   // on disk (fdatasync) before Append returns: intents, decisions
-  kBuffered,  // written now, synced by a later durable Append, Flush() or Seal()
+  kBuffered,  // written now, synced within flush_delay (or sooner by a later durable record)
+};
+
+// A record written but perhaps not yet on disk (AppendPending).
+struct PendingRecord {
+  uint64_t seq = 0;
+  uint64_t end = 0;  // the log's size after the record
 };
 
 struct AuditLogOptions {
   uint64_t epoch_max_records = 256;                  // 0: no record limit
   absl::Duration epoch_max_duration = absl::Seconds(60);  // zero: no timer
   std::function<absl::Time()> clock;                 // default absl::Now (tests inject one)
+  // How long a buffered record may stay unsynced when no durable record follows.
+  absl::Duration flush_delay = absl::Milliseconds(50);
+  // Tests replace fdatasync(fd) of the background syncs (return -1 and set errno to fail).
+  std::function<int(int)> sync_for_testing;
 };
 
 // What Open found.
@@ -85,6 +105,11 @@ class AuditLog {
   [[nodiscard]] absl::StatusOr<uint64_t> Append(const AuditRecord& record,
                                                 Durability durability = Durability::kDurable);
 
+  // Writes `record` and starts syncing it without waiting; AwaitDurable(pending) returns once
+  // it is on disk (or the sync failure, which also breaks the log). Thread-safe.
+  [[nodiscard]] absl::StatusOr<PendingRecord> AppendPending(const AuditRecord& record);
+  [[nodiscard]] absl::Status AwaitDurable(const PendingRecord& pending);
+
   // Makes every record written so far durable.
   [[nodiscard]] absl::Status Flush();
 
@@ -114,6 +139,8 @@ class AuditLog {
   absl::StatusOr<uint64_t> WriteLocked(absl::string_view event, absl::string_view fields,
                                        bool closes_epoch);
   absl::Status CloseEpochLocked();
+  // Writes one record (closing a full or old epoch first); returns its seq and the log's end.
+  absl::StatusOr<PendingRecord> WriteRecord(const AuditRecord& record);
   absl::Status SyncThrough(uint64_t offset);
   void Break(absl::Status why);  // requires mutex_
   void TimerLoop();
@@ -140,8 +167,8 @@ class AuditLog {
   bool sealed_ = false;          // guarded by mutex_
   absl::Status broken_;          // guarded by mutex_
 
-  std::mutex sync_mutex_;
-  uint64_t synced_size_ = 0;     // guarded by sync_mutex_
+  // Started once the file is verified and recovered; destroyed before fd_ is closed.
+  std::unique_ptr<GroupSync> sync_;
 
   std::condition_variable timer_wake_;
   bool stopping_ = false;        // guarded by mutex_

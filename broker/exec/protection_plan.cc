@@ -2,14 +2,19 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <condition_variable>
+#include <cstdlib>
 #include <deque>
 #include <map>
 #include <mutex>
 #include <set>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -60,6 +65,93 @@ std::map<std::string, int>& Registry() {
   static std::map<std::string, int>* const registry = new std::map<std::string, int>;
   return *registry;
 }
+// Removes renamed-aside mask directories in the background (ReleaseMasks). Drained at exit,
+// so a process that returns leaves nothing behind.
+class MaskReaper {
+ public:
+  void Remove(std::string path) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!started_) {
+      started_ = true;
+      std::thread([this] { Loop(); }).detach();
+      std::atexit([] { DrainMaskRemovals(); });
+    }
+    queue_.push_back(std::move(path));
+    wake_.notify_one();
+  }
+
+  void Drain() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    idle_.wait(lock, [this] { return queue_.empty() && !busy_; });
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (true) {
+      wake_.wait(lock, [this] { return !queue_.empty(); });
+      const std::string path = std::move(queue_.front());
+      queue_.pop_front();
+      busy_ = true;
+      lock.unlock();
+      // Only if still empty: a sandbox of a later call may have written into it (it is an
+      // ordinary directory of the root now), and then it stays, under its temp name. It is
+      // never renamed back to the protected name.
+      ::rmdir(path.c_str());
+      lock.lock();
+      busy_ = false;
+      if (queue_.empty()) idle_.notify_all();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable idle_;
+  std::deque<std::string> queue_;  // guarded by mutex_
+  bool busy_ = false;              // guarded by mutex_
+  bool started_ = false;           // guarded by mutex_; the thread runs (detached)
+};
+
+MaskReaper& Reaper() {
+  static MaskReaper* const reaper = new MaskReaper;
+  return *reaper;
+}
+
+bool IsEmptyDirectory(const std::string& path) {
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) return false;
+  DIR* stream = ::fdopendir(fd.get());
+  if (stream == nullptr) return false;
+  (void)fd.release();
+  bool empty = true;
+  while (dirent* entry = ::readdir(stream)) {
+    const absl::string_view name = entry->d_name;
+    if (name != "." && name != "..") {
+      empty = false;
+      break;
+    }
+  }
+  ::closedir(stream);
+  return empty;
+}
+
+// A sibling of `path` under the atomic-replacement temp prefix, never a protected name.
+std::string AsideName(const std::string& path) {
+  unsigned char bytes[8] = {};
+  size_t filled = 0;
+  while (filled < sizeof(bytes)) {
+    const ssize_t n = ::getrandom(bytes + filled, sizeof(bytes) - filled, 0);
+    if (n > 0) filled += static_cast<size_t>(n);
+  }
+  std::string name = absl::StrCat(Parent(path) == "/" ? "" : Parent(path), "/", kMaskAsidePrefix);
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (unsigned char byte : bytes) {
+    name.push_back(kHex[byte >> 4]);
+    name.push_back(kHex[byte & 0xf]);
+  }
+  return name;
+}
+
 bool MaskInUse(const std::string& path) {
   std::lock_guard<std::mutex> lock(RegistryMutex());
   return Registry().count(path) != 0;
@@ -77,6 +169,9 @@ class Planner {
       if (++directories_ > limits_.max_directories) return LimitError(root, "directories");
       std::vector<std::pair<std::string, unsigned char>> entries;
       if (!List(dir, &entries)) {
+        // Gone since its parent was listed (a mask directory renamed aside and removed by
+        // ReleaseMasks, say): nothing there to protect, and nothing to mount.
+        if (errno == ENOENT) continue;
         // Unreadable: nothing below it can be checked, so it becomes read-only.
         CoverDirectory(root, dir);
         continue;
@@ -259,12 +354,24 @@ void ReleaseMasks(const std::vector<CoveredPath>& masks) {
     struct stat st;
     if (::lstat(mask.path.c_str(), &st) != 0) continue;
     // Only what bwrap made: an empty directory, or an empty regular file.
-    if (S_ISDIR(st.st_mode)) {
-      ::rmdir(mask.path.c_str());
-    } else if (S_ISREG(st.st_mode) && st.st_size == 0) {
+    if (S_ISREG(st.st_mode) && st.st_size == 0) {
       ::unlink(mask.path.c_str());
+    } else if (S_ISDIR(st.st_mode) && IsEmptyDirectory(mask.path)) {
+      // Freeing a directory's block can wait for the disk (a synchronous discard on file
+      // systems mounted with `discard`: about a millisecond each). The name goes now — an
+      // empty directory renamed to an unprotected temp name beside it — and the directory
+      // itself is removed by the reaper thread, off the call's path.
+      const std::string aside = AsideName(mask.path);
+      if (::renameat2(AT_FDCWD, mask.path.c_str(), AT_FDCWD, aside.c_str(), RENAME_NOREPLACE) ==
+          0) {
+        Reaper().Remove(aside);
+      } else {
+        ::rmdir(mask.path.c_str());
+      }
     }
   }
 }
+
+void DrainMaskRemovals() { Reaper().Drain(); }
 
 }  // namespace airlock::broker

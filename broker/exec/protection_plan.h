@@ -5,7 +5,8 @@
 // - An existing protected path is re-bound read-only over itself.
 // - A missing one is masked: an empty read-only directory (or file, for names that are files)
 //   is mounted at its first missing component. bwrap creates that mount point on the host;
-//   the runner removes it after the call (ReleaseMasks), so nothing is left behind.
+//   the runner removes it after the call (ReleaseMasks), so nothing is left behind (an empty
+//   directory is renamed aside at once and removed in the background, see ReleaseMasks).
 //   Masks are placed in every root and every nested repository (a directory holding `.git`).
 // - A protected path that is a symbolic link cannot be mounted over (a mount follows the
 //   link), so its parent directory is made read-only instead — conservative, like the seed.
@@ -49,8 +50,17 @@ struct ProtectionPlan {
 // a mask mounted there would detach that mask).
 void AcquireMasks(const std::vector<linux_sandbox::CoveredPath>& masks);
 // Removes the mount points bwrap created (empty directories, empty regular files) once no
-// call of this process uses them any more.
+// call of this process uses them any more. Files are unlinked at once. A directory's name is
+// gone before this returns too — it is renamed to kMaskAsidePrefix + 16 hex digits beside it
+// — and the directory itself is removed by a background thread (rmdir can wait for the disk:
+// a synchronous discard per freed block). Pending removals are drained at process exit.
 void ReleaseMasks(const std::vector<linux_sandbox::CoveredPath>& masks);
+
+// Waits until the background removals queued so far are done (tests; the exit handler).
+void DrainMaskRemovals();
+
+// The prefix of renamed-aside mask directories: not a protected name.
+inline constexpr char kMaskAsidePrefix[] = ".airlock-mask-";
 
 }  // namespace airlock::broker
 

@@ -70,6 +70,9 @@ absl::Status FillAndRename(int dir_fd, int temp_fd, const std::string& temp_name
   if (mode != 0600 && ::fchmod(temp_fd, mode) != 0) return LastErrnoStatus("fchmod", what);
   if (absl::Status s = Inject(options, ReplaceStep::kSync); !s.ok()) return s;
   if (::fsync(temp_fd) != 0) return LastErrnoStatus("fsync", what);
+  if (options.before_rename) {
+    if (absl::Status s = options.before_rename(); !s.ok()) return s;
+  }
   if (absl::Status s = Inject(options, ReplaceStep::kRecheck); !s.ok()) return s;
   if (absl::Status s = Recheck(dir_fd, name, expected, what); !s.ok()) return s;
   if (absl::Status s = Inject(options, ReplaceStep::kRename); !s.ok()) return s;

@@ -1,6 +1,8 @@
 // Atomic, durable replacement of one directory entry (SPEC §5): a new temp file in the
 // target's directory (O_EXCL|O_NOFOLLOW, 0600), written, fsynced, renamed over the target,
-// the directory fsynced. The existing inode is never opened for writing, so other hard links
+// the directory fsynced. A caller's barrier (ReplaceOptions::before_rename — the audit intent
+// becoming durable) is awaited after the temp file is synced and before the rename, so the
+// two overlap. The existing inode is never opened for writing, so other hard links
 // keep the old content; on any failure the target is untouched and the temp file is removed.
 #ifndef BROKER_FS_ATOMIC_REPLACE_H_
 #define BROKER_FS_ATOMIC_REPLACE_H_
@@ -36,6 +38,10 @@ struct ReplaceOptions {
   mode_t mode = 0600;
   // Tests inject failures: called before each step; a non-OK status fails the call there.
   std::function<absl::Status(ReplaceStep)> fault_for_testing;
+  // Called after the temp file is written and synced, right before the target is rechecked
+  // and renamed: what must hold before the replacement becomes visible (the audit intent on
+  // disk). A non-OK status fails the call with the target untouched and the temp file removed.
+  std::function<absl::Status()> before_rename;
 };
 
 // Replaces entry `name` of the directory `dir_fd` (opened O_RDONLY|O_DIRECTORY, so that it

@@ -234,6 +234,7 @@ class FileToolsImpl final : public FileTools {
 
     ExpectedTarget expected;
     ReplaceOptions replace;
+    replace.before_rename = permission.before_rename;
     std::vector<CreatedDirectory> created;
     if (target.resolved.exists()) {
       AIRLOCK_ASSIGN_OR_RETURN(OpenedFile file,
@@ -254,6 +255,10 @@ class FileToolsImpl final : public FileTools {
       replace.mode = file.st.st_mode & 0777;  // never setuid, setgid or sticky
     } else {
       if (plan.target.exists) return Stale(tool, plan.canonical_path, "the target disappeared");
+      // Creating the parents changes the disk: the barrier comes first.
+      if (existing + 1 < components.size() && permission.before_rename) {
+        AIRLOCK_RETURN_IF_ERROR(permission.before_rename());
+      }
       // Missing parents, each created and entered without following links.
       for (size_t i = existing; i + 1 < components.size(); ++i) {
         const std::string& name = components[i];
@@ -319,7 +324,7 @@ class FileToolsImpl final : public FileTools {
 
   // Until the policy decides (Write/Edit), workspace-write's fences: inside the roots and not
   // protected, nothing else.
-  static constexpr CommitPermission kWorkspaceWriteFences = {};
+  inline static const CommitPermission kWorkspaceWriteFences = {};
 
   using Compute = std::function<absl::Status(const std::string&, MutationPlan&)>;
 

@@ -4,6 +4,7 @@
 #define BROKER_FS_FILE_TOOLS_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -104,6 +105,11 @@ class FileTools {
   struct CommitPermission {
     bool allow_outside = false;
     bool allow_protected = false;
+    // What must hold before anything on disk changes (the journal's intent durable). Awaited
+    // right before the rename — the temp file is written and synced meanwhile — and before
+    // missing parent directories are created. A non-OK status refuses the commit with
+    // nothing changed.
+    std::function<absl::Status()> before_rename;
   };
   virtual absl::StatusOr<v1::WriteResult> Commit(const MutationPlan& plan,
                                                  CommitPermission permission) = 0;

@@ -153,7 +153,11 @@ absl::StatusOr<std::unique_ptr<SessionStore>> SessionStore::Create(const std::st
   header.set_workspace(workspace);
   std::unique_ptr<SessionStore> store(
       new SessionStore(path, std::move(fd), header, std::nullopt));
-  AIRLOCK_RETURN_IF_ERROR(store->AppendLine(header, /*durable=*/true));
+  AIRLOCK_RETURN_IF_ERROR(store->StartSync());
+  {
+    std::lock_guard<std::mutex> lock(store->mutex_);
+    AIRLOCK_RETURN_IF_ERROR(store->AppendLine(header, /*durable=*/true));
+  }
   AIRLOCK_RETURN_IF_ERROR(FsyncDirectory(sessions_dir));
   return store;
 }
@@ -173,8 +177,23 @@ absl::StatusOr<std::unique_ptr<SessionStore>> SessionStore::Resume(const std::st
     return absl::InvalidArgumentError(absl::StrCat(path, ": header names session \"",
                                                    parsed.header.id(), "\""));
   }
-  return std::unique_ptr<SessionStore>(
-      new SessionStore(path, std::move(fd), std::move(parsed.header), std::move(parsed.last_context)));
+  std::unique_ptr<SessionStore> store(new SessionStore(
+      path, std::move(fd), std::move(parsed.header), std::move(parsed.last_context)));
+  AIRLOCK_RETURN_IF_ERROR(store->StartSync());
+  return store;
+}
+
+absl::Status SessionStore::StartSync() {
+  struct stat st;
+  if (::fstat(fd_.get(), &st) != 0) return LastErrnoStatus("stat", path_);
+  size_ = static_cast<uint64_t>(st.st_size);
+  sync_ = std::make_unique<GroupSync>(fd_.get(), size_, absl::StrCat("session ", path_));
+  return absl::OkStatus();
+}
+
+absl::Status SessionStore::Flush() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return sync_->WaitThrough(size_);
 }
 
 std::string SessionStore::RecordedPreset() const {
@@ -188,12 +207,15 @@ absl::Status SessionStore::AppendLine(const google::protobuf::Message& message, 
   if (!status.ok()) return absl::InternalError("cannot serialize a session record");
   line.push_back('\n');
   // One write: O_APPEND keeps concurrent appenders from interleaving inside a line.
+  AIRLOCK_RETURN_IF_ERROR(sync_->status());
   const ssize_t n = ::write(fd_.get(), line.data(), line.size());
   if (n < 0) return LastErrnoStatus("append to session", path_);
+  if (n > 0) size_ += static_cast<uint64_t>(n);
   if (static_cast<size_t>(n) != line.size()) {
     return absl::DataLossError(absl::StrCat("short append to session ", path_));
   }
-  if (durable && ::fdatasync(fd_.get()) != 0) return LastErrnoStatus("fdatasync session", path_);
+  if (durable) return sync_->WaitThrough(size_);
+  sync_->Written(size_);
   return absl::OkStatus();
 }
 
@@ -212,7 +234,6 @@ absl::Status SessionStore::RecordToolCall(const v1::ToolCallRecord& call) {
   std::lock_guard<std::mutex> lock(mutex_);
   v1::SessionEntry entry;
   *entry.mutable_tool_call() = call;
-  // The call's record becomes durable with its result's (one fdatasync per call).
   return AppendLine(entry, /*durable=*/false);
 }
 
@@ -220,7 +241,8 @@ absl::Status SessionStore::RecordToolResult(const v1::ToolResultRecord& result) 
   std::lock_guard<std::mutex> lock(mutex_);
   v1::SessionEntry entry;
   *entry.mutable_tool_result() = result;
-  return AppendLine(entry, /*durable=*/true);
+  // Synced in the background (group commit), not before the reply.
+  return AppendLine(entry, /*durable=*/false);
 }
 
 }  // namespace airlock::broker

@@ -1,7 +1,11 @@
 // The session store: $AIRLOCK_HOME/sessions/<id>.jsonl. A version 2 header with the session's
 // permissionPreset, then one JSON line per context snapshot, tool call and tool result.
-// Approvals are never stored. Appends are one write(2) each; headers, snapshots and results are
-// followed by fdatasync (a call's record becomes durable with its result's).
+// Approvals are never stored. Appends are one write(2) each, so a record survives the broker
+// being killed once its Record* call returned. The header and context snapshots are synced
+// before Create / RecordContextIfChanged return (the preset a resumed session starts under);
+// tool calls and results are synced by a background group commit (platform/base/group_sync.h)
+// alongside the audit log's next waited-for sync, else within 50 ms, by the next snapshot, or
+// when the store is destroyed — off the call's critical path. A failed sync is returned by every later Record* call.
 // A file that fails validation is rejected and never rewritten.
 #ifndef BROKER_SESSION_SESSION_STORE_H_
 #define BROKER_SESSION_SESSION_STORE_H_
@@ -15,6 +19,7 @@
 #include "absl/strings/string_view.h"
 #include "airlock/v1/session.pb.h"
 #include "airlock/v1/wire.pb.h"
+#include "platform/base/group_sync.h"
 #include "platform/base/scoped_fd.h"
 
 namespace airlock::broker {
@@ -64,6 +69,8 @@ class SessionStore {
   [[nodiscard]] absl::StatusOr<bool> RecordContextIfChanged(v1::ContextSnapshot snapshot);
   [[nodiscard]] absl::Status RecordToolCall(const v1::ToolCallRecord& call);
   [[nodiscard]] absl::Status RecordToolResult(const v1::ToolResultRecord& result);
+  // Makes every record appended so far durable.
+  [[nodiscard]] absl::Status Flush();
 
  private:
   SessionStore(std::string path, ScopedFd fd, v1::SessionHeader header,
@@ -72,8 +79,11 @@ class SessionStore {
         fd_(std::move(fd)),
         header_(std::move(header)),
         last_context_(std::move(last_context)) {}
+  // Starts the group commit over what is on disk now.
+  absl::Status StartSync();
 
-  // One write(2); with `durable`, fdatasync too (which also syncs earlier buffered lines).
+  // One write(2); with `durable`, waits for the sync too (which also covers earlier lines).
+  // Requires mutex_.
   absl::Status AppendLine(const google::protobuf::Message& message, bool durable);
 
   const std::string path_;
@@ -81,6 +91,8 @@ class SessionStore {
   ScopedFd fd_;  // O_APPEND
   v1::SessionHeader header_;
   std::optional<v1::ContextSnapshot> last_context_;  // guarded by mutex_
+  uint64_t size_ = 0;                                // guarded by mutex_; bytes in the file
+  std::unique_ptr<GroupSync> sync_;                  // destroyed (and synced) before fd_
 };
 
 }  // namespace airlock::broker

@@ -3,10 +3,16 @@
 // discipline, staleness on a policy change, and the session record.
 #include "broker/dispatcher.h"
 
+#include <errno.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
 #include <memory>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "broker/audit/audit_key.h"
@@ -58,7 +64,7 @@ class DispatcherTest : public ::testing::Test {
     key_options.create_default = false;
     auto key = audit::LoadOrCreateAuditKey(key_options);
     ASSERT_TRUE(key.ok()) << key.status();
-    auto log = audit::AuditLog::Open(home_.Child("audit.jsonl"), *key, "s");
+    auto log = audit::AuditLog::Open(home_.Child("audit.jsonl"), *key, "s", audit_options_);
     ASSERT_TRUE(log.ok()) << log.status();
     audit_ = std::move(*log);
 
@@ -101,6 +107,18 @@ class DispatcherTest : public ::testing::Test {
   }
 
   std::string AuditText() { return ReadFileOrMissing(home_.Child("audit.jsonl")); }
+
+  // Names in the workspace, sorted.
+  std::vector<std::string> WorkspaceNames() {
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(workspace_.path())) {
+      names.push_back(entry.path().filename().string());
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+  audit::AuditLogOptions audit_options_;
 
   TempDir workspace_;
   TempDir home_;
@@ -242,6 +260,74 @@ TEST_F(DispatcherTest, AnUnwritableAuditLogRefusesTheWrite) {
   ASSERT_TRUE(response.has_error()) << response.DebugString();
   EXPECT_THAT(response.error().message(), HasSubstr("audit log"));
   EXPECT_EQ(ReadFileOrMissing(workspace_.Child("a.txt")), "alpha");
+}
+
+TEST_F(DispatcherTest, AnIntentThatCannotBeMadeDurableRefusesTheWriteWithNothingRenamed) {
+  // Every background sync of the log fails (EIO) once armed: the intent is written, but it
+  // cannot reach the disk, so the write must not happen — the temp file was written and
+  // synced in parallel, and is removed.
+  auto fail = std::make_shared<std::atomic<bool>>(false);
+  audit_options_.sync_for_testing = [fail](int fd) {
+    if (fail->load()) {
+      errno = EIO;
+      return -1;
+    }
+    return ::fdatasync(fd);
+  };
+  Start(v1::PRESET_WORKSPACE_WRITE, v1::MODE_ON_REQUEST, true);
+  const std::vector<std::string> before = WorkspaceNames();
+  fail->store(true);
+  v1::Response response = Write("a.txt", "changed");
+  ASSERT_TRUE(response.has_error()) << response.DebugString();
+  EXPECT_EQ(response.error().code(), v1::INTERNAL);
+  EXPECT_EQ(response.error().rule(), "audit:unwritable");
+  EXPECT_THAT(response.error().message(), HasSubstr("audit log"));
+  EXPECT_THAT(response.error().message(), HasSubstr("nothing was changed"));
+  EXPECT_EQ(ReadFileOrMissing(workspace_.Child("a.txt")), "alpha");
+  EXPECT_EQ(WorkspaceNames(), before) << "a temp file or directory was left behind";
+  // The log is broken now: a new file in a new directory is refused before anything is made.
+  response = Write("new/b.txt", "bee");
+  ASSERT_TRUE(response.has_error()) << response.DebugString();
+  EXPECT_EQ(ReadFileOrMissing(workspace_.Child("new")), "<missing>");
+  EXPECT_EQ(WorkspaceNames(), before);
+}
+
+TEST_F(DispatcherTest, ANewDirectoryWaitsForTheDurableIntent) {
+  // The intent's sync fails only for the first write, which creates a directory: the
+  // directory must not be made either.
+  auto fail = std::make_shared<std::atomic<bool>>(false);
+  audit_options_.sync_for_testing = [fail](int fd) {
+    if (fail->load()) {
+      errno = EIO;
+      return -1;
+    }
+    return ::fdatasync(fd);
+  };
+  Start(v1::PRESET_WORKSPACE_WRITE, v1::MODE_ON_REQUEST, true);
+  const std::vector<std::string> before = WorkspaceNames();
+  fail->store(true);
+  v1::Response response = Write("deep/er/b.txt", "bee");
+  ASSERT_TRUE(response.has_error()) << response.DebugString();
+  EXPECT_EQ(response.error().rule(), "audit:unwritable");
+  EXPECT_EQ(WorkspaceNames(), before);
+}
+
+TEST_F(DispatcherTest, AnAcknowledgedWriteHasADurableIntentAndItsOutcomeFollows) {
+  std::atomic<int> syncs{0};
+  audit_options_.sync_for_testing = [&syncs](int fd) {
+    ++syncs;
+    return ::fdatasync(fd);
+  };
+  Start(v1::PRESET_WORKSPACE_WRITE, v1::MODE_ON_REQUEST, true);
+  const int before = syncs.load();
+  v1::Response response = Write("a.txt", "changed");
+  ASSERT_TRUE(response.has_write()) << response.DebugString();
+  // At least the intent's sync happened before the reply.
+  EXPECT_GE(syncs.load(), before + 1);
+  EXPECT_THAT(AuditText(), HasSubstr("intent: replace atomically"));
+  // The outcome is in the file at once, and durable after a flush.
+  EXPECT_THAT(AuditText(), HasSubstr("\"event\":\"result\""));
+  ASSERT_THAT(audit_->Flush(), airlock::testing::IsOk());
 }
 
 TEST_F(DispatcherTest, TheSessionRecordsTheContextOnceAndEveryCall) {

@@ -5,6 +5,7 @@
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -644,6 +645,123 @@ TEST(AuditLogAppendTest, ClockSteppingBackDoesNotBreakTheOrder) {
   ASSERT_THAT(log->Seal(), IsOk());
   VerifyResult result = Verify(ReadFileOrMissing(path), key);
   EXPECT_TRUE(result.intact()) << result.detail;
+}
+
+TEST(AuditLogDurabilityTest, APendingRecordIsInTheFileAtOnceAndDurableWhenAwaited) {
+  TempDir dir;
+  const std::string path = dir.Child("log");
+  const AuditKey key = TestKey();
+  auto syncs = std::make_shared<std::atomic<int>>(0);
+  AuditLogOptions options = SmallEpochs(0);
+  options.flush_delay = absl::Hours(1);  // only waiters sync
+  options.sync_for_testing = [syncs](int fd) {
+    ++*syncs;
+    return ::fdatasync(fd);
+  };
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(std::unique_ptr<AuditLog> log,
+                               AuditLog::Open(path, Copy(key), kSession, options));
+  AuditRecord record;
+  record.detail = "intent: replace atomically";
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(PendingRecord pending, log->AppendPending(record));
+  EXPECT_EQ(pending.seq, 1u);
+  EXPECT_EQ(pending.end, ReadFileOrMissing(path).size());
+  ASSERT_THAT(log->AwaitDurable(pending), IsOk());
+  EXPECT_GE(syncs->load(), 1);
+  const int after_intent = syncs->load();
+  // A buffered record does not sync by itself (the delay is an hour) ...
+  ASSERT_THAT(log->Append(AuditRecord{}, Durability::kBuffered), IsOk());
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(syncs->load(), after_intent);
+  // ... but the next durable one covers it with one sync.
+  ASSERT_THAT(log->Append(AuditRecord{}, Durability::kDurable), IsOk());
+  EXPECT_EQ(syncs->load(), after_intent + 1);
+  ASSERT_THAT(log->Seal(), IsOk());
+  VerifyResult result = Verify(ReadFileOrMissing(path), key);
+  EXPECT_TRUE(result.intact()) << result.detail;
+  EXPECT_EQ(result.records, 4u);
+}
+
+TEST(AuditLogDurabilityTest, BufferedRecordsAreFlushedInTheBackground) {
+  TempDir dir;
+  const std::string path = dir.Child("log");
+  auto syncs = std::make_shared<std::atomic<int>>(0);
+  AuditLogOptions options = SmallEpochs(0);
+  options.flush_delay = absl::Milliseconds(2);
+  options.sync_for_testing = [syncs](int fd) {
+    ++*syncs;
+    return ::fdatasync(fd);
+  };
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(std::unique_ptr<AuditLog> log,
+                               AuditLog::Open(path, TestKey(), kSession, options));
+  ASSERT_THAT(log->Append(AuditRecord{}, Durability::kBuffered), IsOk());
+  for (int i = 0; i < 5000 && syncs->load() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(syncs->load(), 1);
+}
+
+TEST(AuditLogDurabilityTest, AKilledBrokerLosesNoWrittenRecordAndTheLogIsRecovered) {
+  // Buffered records not yet synced are in the file once Append returns: SIGKILL loses none
+  // of them (only a power loss could take the unsynced tail, which Open then cuts and
+  // explains).
+  TempDir dir;
+  const std::string path = dir.Child("log");
+  const AuditKey key = TestKey();
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    AuditLogOptions options = SmallEpochs(0);
+    options.flush_delay = absl::Hours(1);
+    absl::StatusOr<std::unique_ptr<AuditLog>> log =
+        AuditLog::Open(path, Copy(key), kSession, options);
+    if (!log.ok()) ::_exit(2);
+    AuditRecord record;
+    record.detail = "buffered outcome";
+    for (int i = 0; i < 5; ++i) {
+      if (!(*log)->Append(record, Durability::kBuffered).ok()) ::_exit(3);
+    }
+    ::kill(::getpid(), SIGKILL);
+    ::_exit(4);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(std::unique_ptr<AuditLog> log,
+                               AuditLog::Open(path, Copy(key), kSession, SmallEpochs(0)));
+  EXPECT_EQ(log->open_outcome(), OpenOutcome::kRecovered);
+  EXPECT_EQ(log->last_seq(), 6u);  // five records, then the recovery record
+  ASSERT_THAT(log->Seal(), IsOk());
+  VerifyResult result = Verify(ReadFileOrMissing(path), key);
+  EXPECT_TRUE(result.intact()) << result.detail;
+}
+
+TEST(AuditLogDurabilityTest, AFailedSyncRefusesTheWaiterAndBreaksTheLog) {
+  TempDir dir;
+  const std::string path = dir.Child("log");
+  const AuditKey key = TestKey();
+  auto fail = std::make_shared<std::atomic<bool>>(false);
+  AuditLogOptions options = SmallEpochs(0);
+  options.sync_for_testing = [fail](int fd) {
+    if (fail->load()) {
+      errno = EIO;
+      return -1;
+    }
+    return ::fdatasync(fd);
+  };
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(std::unique_ptr<AuditLog> log,
+                               AuditLog::Open(path, Copy(key), kSession, options));
+  ASSERT_THAT(log->Append(AuditRecord{}), IsOk());
+  fail->store(true);
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(PendingRecord pending, log->AppendPending(AuditRecord{}));
+  absl::Status durable = log->AwaitDurable(pending);
+  EXPECT_FALSE(durable.ok());
+  EXPECT_THAT(durable.message(), HasSubstr("can no longer be written"));
+  EXPECT_THAT(durable.message(), HasSubstr("fdatasync"));
+  // Fail closed: syncs would work again, but what the failed one lost is unknown.
+  fail->store(false);
+  EXPECT_THAT(log->Append(AuditRecord{}), Not(IsOk()));
+  EXPECT_THAT(log->Append(AuditRecord{}, Durability::kBuffered), Not(IsOk()));
+  EXPECT_TRUE(log->CurrentKeyForTesting().empty());
 }
 
 // Fills the filesystem under `path` and checks that appends fail, leave the log verifiable,

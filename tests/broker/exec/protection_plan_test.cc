@@ -1,13 +1,16 @@
 #include "broker/exec/protection_plan.h"
 
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "profiles/protected_paths.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
@@ -159,6 +162,53 @@ TEST(ProtectionPlanTest, ReleaseRemovesOnlyWhatTheLastUserLeft) {
   AcquireMasks({{file, false}});
   ReleaseMasks({{file, false}});
   EXPECT_EQ(::access(file.c_str(), F_OK), 0);
+}
+
+std::vector<std::string> Names(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* stream = ::opendir(dir.c_str());
+  while (dirent* entry = stream ? ::readdir(stream) : nullptr) {
+    const std::string name = entry->d_name;
+    if (name != "." && name != "..") names.push_back(name);
+  }
+  if (stream) ::closedir(stream);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST(ProtectionPlanTest, ReleasedMaskDirectoriesLeaveAtOnceAndAreRemovedInTheBackground) {
+  TempDir root;
+  WriteFileOrDie(root.Child("keep"), "k");
+  const std::vector<linux_sandbox::CoveredPath> masks = {
+      {root.Child(".vscode"), true}, {root.Child(".git"), true}, {root.Child(".envrc"), false}};
+  ASSERT_EQ(::mkdir(root.Child(".vscode").c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(root.Child(".git").c_str(), 0755), 0);
+  WriteFileOrDie(root.Child(".envrc"), "");
+  AcquireMasks(masks);
+  ReleaseMasks(masks);
+  // The protected names are gone when ReleaseMasks returns ...
+  EXPECT_NE(::access(root.Child(".vscode").c_str(), F_OK), 0);
+  EXPECT_NE(::access(root.Child(".git").c_str(), F_OK), 0);
+  EXPECT_NE(::access(root.Child(".envrc").c_str(), F_OK), 0);
+  // ... and, once the background removals are done, so is everything else.
+  DrainMaskRemovals();
+  EXPECT_EQ(Names(root.path()), std::vector<std::string>{"keep"});
+}
+
+TEST(ProtectionPlanTest, AMaskDirectorySomeoneFilledStaysWhereItIs) {
+  TempDir root;
+  const std::string dir = root.Child(".claude");
+  ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
+  WriteFileOrDie(dir + "/settings.json", "{}");
+  AcquireMasks({{dir, true}});
+  ReleaseMasks({{dir, true}});
+  DrainMaskRemovals();
+  EXPECT_EQ(Names(root.path()), std::vector<std::string>{".claude"});
+  EXPECT_EQ(testing::ReadFileOrMissing(dir + "/settings.json"), "{}");
+}
+
+TEST(ProtectionPlanTest, TheAsideNameIsNotProtected) {
+  EXPECT_EQ(profiles::MatchProtected(std::string(kMaskAsidePrefix) + "0123456789abcdef"), "");
 }
 
 }  // namespace

@@ -80,6 +80,42 @@ TEST_F(AtomicReplaceTest, AFailureAtAnyStepLeavesTheTargetAndNoTempFile) {
   }
 }
 
+TEST_F(AtomicReplaceTest, TheBarrierRunsAfterTheTempFileIsSyncedAndBeforeTheRename) {
+  std::vector<ReplaceStep> steps;
+  ReplaceOptions options;
+  options.fault_for_testing = [&steps](ReplaceStep step) {
+    steps.push_back(step);
+    return absl::OkStatus();
+  };
+  size_t steps_at_barrier = 0;
+  std::string target_at_barrier;
+  options.before_rename = [&]() {
+    steps_at_barrier = steps.size();
+    target_at_barrier = testing::ReadFileOrMissing(tmp_.Child("t"));
+    return absl::OkStatus();
+  };
+  ASSERT_THAT(ReplaceAtomically(dir_.get(), "t", "new", Current("t"), options, "t"),
+              testing::IsOk());
+  // Write and sync came before it; recheck and rename after.
+  ASSERT_EQ(steps_at_barrier, 2u);
+  EXPECT_EQ(steps[0], ReplaceStep::kWrite);
+  EXPECT_EQ(steps[1], ReplaceStep::kSync);
+  EXPECT_EQ(target_at_barrier, "old");
+  EXPECT_EQ(testing::ReadFileOrMissing(tmp_.Child("t")), "new");
+}
+
+TEST_F(AtomicReplaceTest, AFailedBarrierRenamesNothingAndRemovesTheTempFile) {
+  ReplaceOptions options;
+  options.before_rename = [] { return absl::InternalError("the intent is not durable"); };
+  auto status = ReplaceAtomically(dir_.get(), "t", "new", Current("t"), options, "t");
+  EXPECT_THAT(status, testing::StatusIs(absl::StatusCode::kInternal));
+  EXPECT_EQ(testing::ReadFileOrMissing(tmp_.Child("t")), "old");
+  EXPECT_THAT(Entries(tmp_.path()), ::testing::ElementsAre("t"));
+  status = ReplaceAtomically(dir_.get(), "absent", "new", Current("absent"), options, "absent");
+  EXPECT_FALSE(status.ok());
+  EXPECT_THAT(Entries(tmp_.path()), ::testing::ElementsAre("t"));
+}
+
 TEST_F(AtomicReplaceTest, ATargetSwappedBeforeTheRenameIsStale) {
   struct Swap {
     const char* name;

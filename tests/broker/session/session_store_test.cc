@@ -50,6 +50,28 @@ TEST(SessionStoreTest, SnapshotsOnlyWhenThePolicyChanges) {
   EXPECT_EQ(store->RecordedPreset(), "workspace-write");
 }
 
+TEST(SessionStoreTest, CallsAndResultsAreInTheFileAtOnceAndDurableAfterFlush) {
+  // They are synced in the background, but written before Record* returns: a killed broker
+  // loses none of them, and a resumed session reads them.
+  testing::TempDir home;
+  const std::string dir = home.Child("sessions");
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(auto store, SessionStore::Create(dir, "s3", "read-only", "/w"));
+  v1::ToolCallRecord call;
+  call.set_request_id(7);
+  call.set_tool("write");
+  ASSERT_THAT(store->RecordToolCall(call), IsOk());
+  v1::ToolResultRecord result;
+  result.set_request_id(7);
+  result.set_ok(true);
+  ASSERT_THAT(store->RecordToolResult(result), IsOk());
+  const std::string bytes = testing::ReadFileOrMissing(store->path());
+  EXPECT_THAT(bytes, HasSubstr("\"toolCall\""));
+  EXPECT_THAT(bytes, HasSubstr("\"toolResult\""));
+  ASSERT_THAT(store->Flush(), IsOk());
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(SessionStore::Parsed parsed, SessionStore::Parse(bytes, "s3"));
+  EXPECT_EQ(parsed.entries, 2u);
+}
+
 TEST(SessionStoreTest, ResumeKeepsTheLastRecordedPreset) {
   testing::TempDir home;
   const std::string dir = home.Child("sessions");
