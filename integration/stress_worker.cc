@@ -8,7 +8,8 @@
 //   stress_worker flood-descriptors N  N descriptors over the connector, then frames carrying
 //                                    descriptors on channels
 //   stress_worker huge-frame         a frame announcing 4 GiB
-//   stress_worker load THREADS N BASH_EVERY  THREADS channels, N mixed requests each (every
+//   stress_worker load THREADS N BASH_EVERY serial-bash|parallel-bash
+//                                    THREADS channels, N mixed requests each (every
 //                                    BASH_EVERY-th a bash call), every answer checked
 //   stress_worker write-loop PATH SIZE  writes PATH over and over until killed or refused
 //   stress_worker probe              one read of "f"
@@ -315,7 +316,11 @@ struct LoadTally {
   std::map<std::string, std::string> expected;  // path -> content last acknowledged
 };
 
-void LoadThread(int thread, uint64_t count, uint64_t bash_every, LoadTally* tally) {
+// Held around bash calls when they must not overlap (see load_test.cc).
+std::mutex bash_mutex;
+
+void LoadThread(int thread, uint64_t count, uint64_t bash_every, bool serial_bash,
+                LoadTally* tally) {
   auto channel = Open();
   if (!channel.ok()) {
     Say("load-failure: thread ", thread, ": ", channel.status().ToString());
@@ -353,7 +358,10 @@ void LoadThread(int thread, uint64_t count, uint64_t bash_every, LoadTally* tall
     } else {
       request.mutable_list()->set_path(absl::StrCat("load/t", thread));
     }
+    std::unique_lock<std::mutex> bash_lock(bash_mutex, std::defer_lock);
+    if (serial_bash && request.has_bash()) bash_lock.lock();
     absl::StatusOr<v1::Response> response = Call(**channel, request);
+    if (bash_lock.owns_lock()) bash_lock.unlock();
     if (!response.ok()) {
       fail(id, response.status().ToString());
       if (absl::IsOutOfRange(response.status()) || absl::IsDataLoss(response.status())) return;
@@ -401,12 +409,12 @@ void LoadThread(int thread, uint64_t count, uint64_t bash_every, LoadTally* tall
   }
 }
 
-int Load(int threads, uint64_t count, uint64_t bash_every) {
+int Load(int threads, uint64_t count, uint64_t bash_every, bool serial_bash) {
   std::vector<LoadTally> tallies(threads);
   std::vector<std::thread> workers;
   const auto start = std::chrono::steady_clock::now();
   for (int t = 0; t < threads; ++t) {
-    workers.emplace_back(LoadThread, t, count, bash_every, &tallies[t]);
+    workers.emplace_back(LoadThread, t, count, bash_every, serial_bash, &tallies[t]);
   }
   for (std::thread& worker : workers) worker.join();
   const double seconds =
@@ -478,9 +486,9 @@ int main(int argc, char** argv) {
     Say("probe: ", channel.ok() && Probe(**channel, 1) ? "ok" : "failed");
     return 0;
   }
-  if (mode == "load" && argc == 5) {
+  if (mode == "load" && argc == 6) {
     return Load(std::atoi(argv[2]), std::strtoull(argv[3], nullptr, 10),
-                std::strtoull(argv[4], nullptr, 10));
+                std::strtoull(argv[4], nullptr, 10), std::string(argv[5]) == "serial-bash");
   }
   if (mode == "write-loop" && argc == 4) return WriteLoop(argv[2], std::strtoull(argv[3], nullptr, 10));
   if (mode == "bash-loop" && argc == 3) return BashLoop(argv[2]);
