@@ -67,7 +67,8 @@ void Server::ServeChannelAsync(ScopedFd fd) {
                 " reached; closing a new channel");
     CloseWithProtocolError(*channel, 0,
                            absl::ResourceExhaustedError(absl::StrCat(
-                               "too many channels (limit ", options_.max_channels, ")")));
+                               "too many channels (limit ", options_.max_channels, ")")),
+                           v1::BUSY);
     return;
   }
   const uint64_t channel_id = next_channel_id_++;
@@ -84,7 +85,8 @@ void Server::ServeChannelAsync(ScopedFd fd) {
     CloseWithProtocolError(*channel, channel_id,
                            absl::ResourceExhaustedError(absl::StrCat(
                                "the broker cannot serve another channel now (", failure.what(),
-                               ")")));
+                               ")")),
+                           v1::BUSY);
     return;
   }
   channels_.insert(channel);
@@ -104,11 +106,11 @@ void Server::DropChannel(ipc::Channel& channel, uint64_t channel_id, const absl:
 }
 
 void Server::CloseWithProtocolError(ipc::Channel& channel, uint64_t channel_id,
-                                    const absl::Status& why) {
+                                    const absl::Status& why, v1::ErrorCode code) {
   dispatcher_.RecordProtocolError(channel_id, why.message());
   v1::BrokerMessage message;
   v1::Error* error = message.mutable_protocol_error();
-  error->set_code(WireCodeOf(why));
+  error->set_code(code != v1::ERROR_CODE_UNSPECIFIED ? code : WireCodeOf(why));
   error->set_message(absl::StrCat("protocol error, closing this channel: ", why.message()));
   // Best effort: the peer may already be gone.
   (void)channel.Send(message);

@@ -26,8 +26,8 @@ namespace airlock::broker {
 absl::Duration DefaultChannelSendTimeout();
 
 struct ServerOptions {
-  // Channels served at once; a channel past this gets a protocol error (RESOURCE_EXHAUSTED,
-  // "too many channels (limit 64)") and is closed.
+  // Channels served at once; a channel past this gets a protocol error (BUSY, "too many
+  // channels (limit 64)") and is closed.
   size_t max_channels = 64;
   absl::Duration send_timeout = DefaultChannelSendTimeout();
   // Long calls (bash) run beside the channel's reader so that a cancel can reach them; at most
@@ -61,7 +61,9 @@ class Server {
  private:
   void AcceptLoop();
   void ServeChannel(std::shared_ptr<ipc::Channel> channel, uint64_t channel_id);
-  void CloseWithProtocolError(ipc::Channel& channel, uint64_t channel_id, const absl::Status& why);
+  // `code` overrides the wire code derived from `why`.
+  void CloseWithProtocolError(ipc::Channel& channel, uint64_t channel_id, const absl::Status& why,
+                              v1::ErrorCode code = v1::ERROR_CODE_UNSPECIFIED);
   // A send to the channel failed (its peer stopped reading, or left): recorded, channel shut.
   void DropChannel(ipc::Channel& channel, uint64_t channel_id, const absl::Status& why);
 

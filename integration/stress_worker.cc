@@ -34,6 +34,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "airlock/v1/wire.pb.h"
 #include "platform/base/scoped_fd.h"
@@ -79,7 +80,8 @@ absl::StatusOr<std::unique_ptr<ipc::Channel>> Open() {
   BrokerMessage reply;
   if (absl::Status got = channel->Receive(&reply); !got.ok()) return sent.ok() ? got : sent;
   if (reply.has_protocol_error()) {
-    return absl::ResourceExhaustedError(reply.protocol_error().message());
+    return absl::ResourceExhaustedError(absl::StrCat(
+        v1::ErrorCode_Name(reply.protocol_error().code()), " ", reply.protocol_error().message()));
   }
   if (!reply.has_hello_reply()) return absl::InternalError("no hello reply");
   return channel;
@@ -209,6 +211,21 @@ int FloodChannels(int max) {
   return 0;
 }
 
+// Descriptors in flight count against the sender (ETOOMANYREFS past RLIMIT_NOFILE) until the
+// broker has received them: wait for it to catch up, for at most 10 s.
+bool InFlightLimit(int error) { return error == ETOOMANYREFS || error == ENOBUFS || error == EAGAIN; }
+
+absl::StatusOr<std::unique_ptr<ipc::Channel>> OpenPatiently() {
+  for (int attempt = 0;; ++attempt) {
+    auto channel = Open();
+    if (channel.ok() || attempt == 100 ||
+        !absl::StrContains(channel.status().message(), "Too many references")) {
+      return channel;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
 int FloodDescriptors(int count) {
   auto probe = Open();
   if (!probe.ok()) {
@@ -242,7 +259,13 @@ int FloodDescriptors(int count) {
     header->cmsg_type = SCM_RIGHTS;
     header->cmsg_len = CMSG_LEN(sizeof(int) * kPerMessage);
     std::memcpy(CMSG_DATA(header), fds.data(), sizeof(int) * kPerMessage);
-    if (::sendmsg(Connector(), &msg, MSG_NOSIGNAL) != 1) {
+    ssize_t n;
+    int waits = 0;
+    while ((n = ::sendmsg(Connector(), &msg, MSG_NOSIGNAL)) != 1 && InFlightLimit(errno) &&
+           waits++ < 1000) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (n != 1) {
       Say("connector-send-failure: ", std::strerror(errno));
       break;
     }
@@ -254,7 +277,18 @@ int FloodDescriptors(int count) {
   const int not_a_socket[] = {null_fd.get()};
   int refused_non_sockets = 0;
   for (int i = 0; i < 100; ++i) {
-    if (ipc::SendWithDescriptors(Connector(), "C", not_a_socket).ok()) ++refused_non_sockets;
+    for (int waits = 0; waits < 1000; ++waits) {
+      absl::Status sent = ipc::SendWithDescriptors(Connector(), "C", not_a_socket);
+      if (sent.ok()) {
+        ++refused_non_sockets;
+        break;
+      }
+      if (!absl::StrContains(sent.message(), "Too many references")) {
+        Say("connector-send-failure: ", sent.ToString());
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
   }
   Say("connector-non-sockets-sent: ", refused_non_sockets);
   // On channels: a frame with descriptors attached costs the channel.
@@ -262,8 +296,11 @@ int FloodDescriptors(int count) {
   std::string refusal;
   const int eight[] = {b.get(), b.get(), b.get(), b.get(), b.get(), b.get(), b.get(), b.get()};
   for (int i = 0; i < 100; ++i) {
-    auto channel = Open();
-    if (!channel.ok()) continue;
+    auto channel = OpenPatiently();
+    if (!channel.ok()) {
+      Say("open-failure: ", channel.status().ToString());
+      continue;
+    }
     ClientMessage message;
     *message.mutable_request() = ReadOf(1, "f");
     std::string payload = message.SerializeAsString();
@@ -278,7 +315,7 @@ int FloodDescriptors(int count) {
   Say("channels-closed-for-descriptors: ", closed);
   Say("channel-refusal: ", refusal);
   Say("probe-after: ", Probe(**probe, 1) ? "ok" : "failed");
-  auto fresh = Open();
+  auto fresh = OpenPatiently();
   Say("new-channel-after: ", fresh.ok() && Probe(**fresh, 1) ? "ok" : "failed");
   return 0;
 }
