@@ -50,7 +50,7 @@ class FloodTest : public ::testing::TestWithParam<RunAs> {
     CommandResult result = RunAirlock(args, options);
     sampler.Stop();
     *peaks = sampler.peaks();
-    std::cout << "[ broker ] " << *peaks << "\n";
+    std::cout << "[ broker ] " << *peaks << "\n[ worker ]\n" << result.out;
     return result;
   }
 
