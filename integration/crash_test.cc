@@ -156,6 +156,7 @@ TEST_F(CrashTest, BrokerKilledMidWriteMidCommandAndMidApprovalRecoversEveryTime)
   std::mt19937 random(12345);
   int recoveries_reported = 0;
   int killed = 0;
+  int stuck_bwrap_setups = 0;
   const std::string marker = absl::StrCat("crashmarker", ::getpid());
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < kIterations; ++i) {
@@ -191,13 +192,28 @@ TEST_F(CrashTest, BrokerKilledMidWriteMidCommandAndMidApprovalRecoversEveryTime)
     ASSERT_FALSE(crashed.timed_out) << crashed;
     if (crashed.exit_code == 128 + SIGKILL) ++killed;
 
-    // No sandboxed command outlives its broker.
-    std::vector<std::string> survivors = ProcessesWith(marker);
-    for (int wait = 0; wait < 100 && !survivors.empty(); ++wait) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // No sandboxed command outlives its broker. A bwrap killed in the instant between its
+    // clone() and its child's prctl(PR_SET_PDEATHSIG) (bwrap's own --die-with-parent) leaves
+    // that child behind as the namespace's init, before it ever ran the command: counted,
+    // reported and killed here, not taken for a surviving command (README, Reliability).
+    std::vector<std::string> survivors;
+    for (int wait = 0; wait < 250; ++wait) {
       survivors = ProcessesWith(marker);
+      if (survivors.empty()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    ASSERT_THAT(survivors, ::testing::IsEmpty());
+    for (const std::string& survivor : survivors) {
+      const std::string pid = survivor.substr(0, survivor.find(':'));
+      if (survivor.find(": /usr/bin/bwrap ") != std::string::npos) {
+        ++stuck_bwrap_setups;
+        std::cout << "[ crash ] iteration " << i << ": bwrap left in setup, killed: "
+                  << survivor.substr(0, 80) << "\n";
+      } else {
+        ADD_FAILURE() << "a sandboxed command survived its broker: " << survivor;
+      }
+      ::kill(std::stoi(pid), SIGKILL);
+    }
+    ASSERT_FALSE(HasFailure());
     // Old content or new, never a mix.
     ASSERT_TRUE(WholeContent(testing::ReadFileOrMissing(workspace_.Child("target"))));
 
@@ -219,11 +235,13 @@ TEST_F(CrashTest, BrokerKilledMidWriteMidCommandAndMidApprovalRecoversEveryTime)
   // that the restart recovered, saying so on stderr and in the log.
   EXPECT_GE(killed, kIterations * 9 / 10);
   EXPECT_GE(recoveries_reported, killed / 2);
+  EXPECT_LE(stuck_bwrap_setups, 3) << "more than a rare race";
   CommandResult verify = Verify();
   EXPECT_THAT(verify.out, HasSubstr(absl::StrCat(recoveries_reported, " recovery record(s)")))
       << verify;
   std::cout << "[ crash ] " << kIterations << " iterations, " << killed << " SIGKILLed, "
-            << recoveries_reported << " recoveries, " << seconds << " s\n"
+            << recoveries_reported << " recoveries, " << stuck_bwrap_setups
+            << " bwrap setups left behind, " << seconds << " s\n"
             << verify.out.substr(0, 2000) << "\n";
 }
 
