@@ -186,10 +186,11 @@ TEST_F(CrashTest, BrokerKilledMidWriteMidCommandAndMidApprovalRecoversEveryTime)
         ::kill(pid, SIGKILL);
       });
     };
+    // The worker holds the same stdout and goes down with the broker, so the run ends at once;
+    // only a bwrap left in setup (below) keeps the broker's stderr open until this timeout.
+    options.timeout_seconds = 15;
     CommandResult crashed = RunAirlock(args, options);
     if (killer.joinable()) killer.join();
-    // The worker (holding the same stdout) went down with the broker: no timeout.
-    ASSERT_FALSE(crashed.timed_out) << crashed;
     if (crashed.exit_code == 128 + SIGKILL) ++killed;
 
     // No sandboxed command outlives its broker. A bwrap killed in the instant between its
@@ -214,6 +215,8 @@ TEST_F(CrashTest, BrokerKilledMidWriteMidCommandAndMidApprovalRecoversEveryTime)
       ::kill(std::stoi(pid), SIGKILL);
     }
     ASSERT_FALSE(HasFailure());
+    ASSERT_TRUE(!crashed.timed_out || !survivors.empty())
+        << "the run outlived its killed broker with no process left behind: " << crashed;
     // Old content or new, never a mix.
     ASSERT_TRUE(WholeContent(testing::ReadFileOrMissing(workspace_.Child("target"))));
 
