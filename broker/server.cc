@@ -2,7 +2,11 @@
 
 #include <sys/socket.h>
 
+#include <sys/time.h>
+
+#include <cstdlib>
 #include <map>
+#include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "broker/wire_error.h"
@@ -10,6 +14,20 @@
 #include "platform/ipc/connector.h"
 
 namespace airlock::broker {
+
+absl::Duration DefaultChannelSendTimeout() {
+  constexpr int kDefaultSeconds = 30;
+  const char* value = std::getenv("AIRLOCK_CHANNEL_SEND_TIMEOUT_SECONDS");
+  if (value == nullptr) return absl::Seconds(kDefaultSeconds);
+  char* end = nullptr;
+  const long seconds = std::strtol(value, &end, 10);
+  if (end == value || *end != '\0' || seconds < 1 || seconds > 3600) {
+    AIRLOCK_LOG(kWarning, "AIRLOCK_CHANNEL_SEND_TIMEOUT_SECONDS=", value,
+                " ignored (expected 1..3600); using ", kDefaultSeconds, " s");
+    return absl::Seconds(kDefaultSeconds);
+  }
+  return absl::Seconds(seconds);
+}
 
 void Server::Start(ScopedFd connector) {
   connector_ = std::move(connector);
@@ -25,7 +43,12 @@ void Server::AcceptLoop() {
         std::lock_guard<std::mutex> lock(mutex_);
         if (stopping_) return;
       }
-      AIRLOCK_LOG(kWarning, "refused a connector message: ", channel.status().message());
+      // A flood of bad messages must not flood stderr: the first ten, then every 1000th.
+      ++refused_connector_messages_;
+      if (refused_connector_messages_ <= 10 || refused_connector_messages_ % 1000 == 0) {
+        AIRLOCK_LOG(kWarning, "refused a connector message (", refused_connector_messages_,
+                    " so far): ", channel.status().message());
+      }
       continue;
     }
     ServeChannelAsync(std::move(*channel));
@@ -33,6 +56,9 @@ void Server::AcceptLoop() {
 }
 
 void Server::ServeChannelAsync(ScopedFd fd) {
+  // Every send to the peer is bounded in time: a peer that does not read loses its channel.
+  const timeval timeout = absl::ToTimeval(options_.send_timeout);
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
   auto channel = std::make_shared<ipc::Channel>(std::move(fd));
   std::lock_guard<std::mutex> lock(mutex_);
   if (stopping_) return;
@@ -41,27 +67,50 @@ void Server::ServeChannelAsync(ScopedFd fd) {
                 " reached; closing a new channel");
     CloseWithProtocolError(*channel, 0,
                            absl::ResourceExhaustedError(absl::StrCat(
-                               "too many channels (limit ", options_.max_channels, ")")));
+                               "too many channels (limit ", options_.max_channels, ")")),
+                           v1::BUSY);
+    return;
+  }
+  const uint64_t channel_id = next_channel_id_++;
+  try {
+    std::thread([this, channel, channel_id] {
+      ServeChannel(channel, channel_id);
+      std::lock_guard<std::mutex> lock(mutex_);
+      channels_.erase(channel);
+      greeted_.erase(channel);
+      if (--running_threads_ == 0) all_closed_.notify_all();
+    }).detach();
+  } catch (const std::system_error& failure) {
+    AIRLOCK_LOG(kWarning, "cannot start a thread for a new channel: ", failure.what());
+    CloseWithProtocolError(*channel, channel_id,
+                           absl::ResourceExhaustedError(absl::StrCat(
+                               "the broker cannot serve another channel now (", failure.what(),
+                               ")")),
+                           v1::BUSY);
     return;
   }
   channels_.insert(channel);
   ++running_threads_;
-  const uint64_t channel_id = next_channel_id_++;
-  std::thread([this, channel, channel_id] {
-    ServeChannel(channel, channel_id);
-    std::lock_guard<std::mutex> lock(mutex_);
-    channels_.erase(channel);
-    greeted_.erase(channel);
-    if (--running_threads_ == 0) all_closed_.notify_all();
-  }).detach();
+}
+
+void Server::DropChannel(ipc::Channel& channel, uint64_t channel_id, const absl::Status& why) {
+  if (absl::IsResourceExhausted(why) || absl::IsUnavailable(why) ||
+      absl::IsDeadlineExceeded(why)) {
+    AIRLOCK_LOG(kWarning, "channel ", channel_id, " dropped: ", why.message());
+  }
+  dispatcher_.RecordProtocolError(
+      channel_id, absl::StrCat("answer not delivered, closing this channel (the peer stopped "
+                               "reading for ", absl::FormatDuration(options_.send_timeout),
+                               ", or left): ", why.message()));
+  channel.Shutdown();
 }
 
 void Server::CloseWithProtocolError(ipc::Channel& channel, uint64_t channel_id,
-                                    const absl::Status& why) {
+                                    const absl::Status& why, v1::ErrorCode code) {
   dispatcher_.RecordProtocolError(channel_id, why.message());
   v1::BrokerMessage message;
   v1::Error* error = message.mutable_protocol_error();
-  error->set_code(WireCodeOf(why));
+  error->set_code(code != v1::ERROR_CODE_UNSPECIFIED ? code : WireCodeOf(why));
   error->set_message(absl::StrCat("protocol error, closing this channel: ", why.message()));
   // Best effort: the peer may already be gone.
   (void)channel.Send(message);
@@ -166,18 +215,33 @@ void Server::ServeChannel(std::shared_ptr<ipc::Channel> channel, uint64_t channe
                                              "is in use")),
             context_().preset());
       } else {
-        std::thread([this, channel, channel_id, request, token, &calls] {
-          v1::BrokerMessage done;
-          *done.mutable_response() = dispatcher_.Handle(request, channel_id, token.get());
-          (void)channel->Send(done);
+        try {
+          std::thread([this, channel, channel_id, request, token, &calls] {
+            v1::BrokerMessage done;
+            *done.mutable_response() = dispatcher_.Handle(request, channel_id, token.get());
+            if (absl::Status sent = channel->Send(done); !sent.ok()) {
+              DropChannel(*channel, channel_id, sent);
+            }
+            calls.Finish(request.id());
+          }).detach();
+          continue;
+        } catch (const std::system_error& failure) {
           calls.Finish(request.id());
-        }).detach();
-        continue;
+          reply.mutable_response()->set_id(request.id());
+          *reply.mutable_response()->mutable_error() = ToWireError(
+              WireError(v1::BUSY, absl::StrCat("request ", request.id(),
+                                               " refused: the broker cannot start a command "
+                                               "thread now (", failure.what(), ")")),
+              context_().preset());
+        }
       }
     } else {
       *reply.mutable_response() = dispatcher_.Handle(request, channel_id, nullptr);
     }
-    if (!channel->Send(reply).ok()) break;
+    if (absl::Status sent = channel->Send(reply); !sent.ok()) {
+      DropChannel(*channel, channel_id, sent);
+      break;
+    }
   }
   calls.CancelAllAndWait();
 }
@@ -185,8 +249,16 @@ void Server::ServeChannel(std::shared_ptr<ipc::Channel> channel, uint64_t channe
 void Server::Broadcast(const v1::Event& event) {
   v1::BrokerMessage message;
   *message.mutable_event() = event;
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (const auto& channel : greeted_) (void)channel->Send(message);
+  // Sent outside the lock: a channel whose peer stopped reading blocks for at most the send
+  // timeout and is then shut down, without holding up new channels meanwhile.
+  std::vector<std::shared_ptr<ipc::Channel>> targets;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    targets.assign(greeted_.begin(), greeted_.end());
+  }
+  for (const auto& channel : targets) {
+    if (!channel->Send(message).ok()) channel->Shutdown();
+  }
 }
 
 void Server::Stop() {

@@ -11,6 +11,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
@@ -41,20 +42,28 @@ void CopyFile(const std::string& from, const std::string& to) {
 
 }  // namespace
 
-std::string AirlockBinary(RunAs run_as) {
-  if (run_as == RunAs::kCurrentUser) return AIRLOCK_BINARY;
-  // The build tree may sit below a directory the unprivileged user cannot enter.
-  static std::once_flag once;
-  static std::string copy;
-  std::call_once(once, [] {
-    std::string dir = MakeWorldReadableDir();
-    copy = dir + "/airlock";
-    CopyFile(AIRLOCK_BINARY, copy);
+std::string AirlockBinary(RunAs run_as) { return ExecutableFor(run_as, AIRLOCK_BINARY); }
+
+std::string ExecutableFor(RunAs run_as, const std::string& path) {
+  if (run_as == RunAs::kCurrentUser) return path;
+  static std::mutex mutex;
+  static std::map<std::string, std::string>* copies = nullptr;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (copies == nullptr) {
+    copies = new std::map<std::string, std::string>();
     std::atexit([] {
-      ::unlink(copy.c_str());
-      ::rmdir(copy.substr(0, copy.rfind('/')).c_str());
+      std::lock_guard<std::mutex> lock(mutex);
+      for (const auto& [from, copy] : *copies) {
+        ::unlink(copy.c_str());
+        ::rmdir(copy.substr(0, copy.rfind('/')).c_str());
+      }
     });
-  });
+  }
+  auto it = copies->find(path);
+  if (it != copies->end()) return it->second;
+  std::string copy = MakeWorldReadableDir() + path.substr(path.rfind('/'));
+  CopyFile(path, copy);
+  (*copies)[path] = copy;
   return copy;
 }
 
@@ -114,6 +123,7 @@ CommandResult RunCommand(const std::vector<std::string>& argv, const RunOptions&
   in_read.reset();
   out_write.reset();
   err_write.reset();
+  if (options.started) options.started(*pid);
 
   // Feed stdin in full (small inputs), then close it.
   absl::string_view input = options.stdin_data;

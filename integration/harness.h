@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,8 @@ struct RunOptions {
   std::string stdin_data;
   std::string cwd;
   int timeout_seconds = 60;
+  // Called with the child's pid as soon as it runs (samplers, fault injectors).
+  std::function<void(pid_t)> started;
 };
 
 // The unprivileged uid/gid used when the suite runs as root.
@@ -36,6 +39,10 @@ inline constexpr gid_t kUnprivilegedGid = 65534;
 
 // Path of an `airlock` binary that `run_as` can execute.
 std::string AirlockBinary(RunAs run_as);
+
+// A copy of the program at `path` that `run_as` can execute (the build tree may sit below a
+// directory the unprivileged user cannot enter); removed at exit.
+std::string ExecutableFor(RunAs run_as, const std::string& path);
 
 // Runs argv (argv[0] resolved through PATH) and collects its output.
 CommandResult RunCommand(const std::vector<std::string>& argv, const RunOptions& options);

@@ -32,9 +32,13 @@ absl::Status BrokerClient::Handshake(std::string client_name) {
   v1::ClientMessage hello;
   hello.mutable_hello()->set_protocol_version(v1::PROTOCOL_VERSION_1);
   hello.mutable_hello()->set_client_name(std::move(client_name));
-  AIRLOCK_RETURN_IF_ERROR(channel_.Send(hello));
+  // A broker at its channel limit answers and closes without reading: the hello may then fail
+  // to send while the refusal is already waiting to be read, so read it either way.
+  const absl::Status sent = channel_.Send(hello);
   v1::BrokerMessage reply;
-  AIRLOCK_RETURN_IF_ERROR(channel_.Receive(&reply));
+  if (absl::Status received = channel_.Receive(&reply); !received.ok()) {
+    return sent.ok() ? received : sent;
+  }
   if (reply.has_protocol_error()) {
     return absl::UnavailableError(
         absl::StrCat("broker refused the channel: ", reply.protocol_error().message()));

@@ -5,6 +5,9 @@
 namespace airlock::ipc {
 namespace {
 
+// A decoder keeps at most this much buffer capacity between frames.
+constexpr size_t kRetainedBufferBytes = 256 * 1024;
+
 uint32_t DecodeLength(absl::string_view header) {
   return static_cast<uint32_t>(static_cast<unsigned char>(header[0])) |
          static_cast<uint32_t>(static_cast<unsigned char>(header[1])) << 8 |
@@ -48,7 +51,16 @@ absl::Status FrameDecoder::Append(absl::string_view bytes) {
   // The header of the frame being assembled is judged as soon as it is complete; later
   // headers are judged by Next() when their frame comes up.
   error_ = CheckHeader();
-  if (!error_.ok()) buffer_.clear();
+  if (!error_.ok()) {
+    std::string().swap(buffer_);
+    return error_;
+  }
+  // Room for exactly the frame being assembled, not the doubling growth of append (a 20 MiB
+  // frame would otherwise take 32 MiB).
+  const size_t wanted = bytes_wanted();
+  if (wanted > 0 && buffer_.capacity() < buffer_.size() + wanted) {
+    buffer_.reserve(buffer_.size() + wanted);
+  }
   return error_;
 }
 
@@ -72,6 +84,11 @@ absl::StatusOr<std::optional<std::string>> FrameDecoder::Next() {
   if (rest.size() < kFrameHeaderBytes + length) return std::nullopt;
   std::string payload(rest.substr(kFrameHeaderBytes, length));
   consumed_ += kFrameHeaderBytes + length;
+  if (consumed_ == buffer_.size() && buffer_.capacity() > kRetainedBufferBytes) {
+    // A large frame's buffer is not kept for the life of the channel.
+    std::string().swap(buffer_);
+    consumed_ = 0;
+  }
   return payload;
 }
 
