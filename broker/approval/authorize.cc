@@ -78,6 +78,25 @@ template <typename Request>
 absl::StatusOr<std::pair<MutationPlan, v1::WriteResult>> ApprovalGate::Mutate(
     uint64_t request_id, const Request& request,
     absl::StatusOr<MutationPlan> (FileTools::*plan_fn)(const Request&)) {
+  // A plan nobody approved may go stale under a concurrent call (two first writes creating the
+  // same missing directory): then it is planned and decided again from scratch, under the same
+  // policy, a bounded number of times. An approved plan is never re-planned silently.
+  constexpr int kAttempts = 3;
+  for (int attempt = 1;; ++attempt) {
+    bool asked = false;
+    absl::StatusOr<std::pair<MutationPlan, v1::WriteResult>> done =
+        MutateOnce(request_id, request, plan_fn, &asked);
+    if (done.ok() || asked || attempt == kAttempts ||
+        WireCodeOf(done.status()) != v1::APPROVAL_STALE) {
+      return done;
+    }
+  }
+}
+
+template <typename Request>
+absl::StatusOr<std::pair<MutationPlan, v1::WriteResult>> ApprovalGate::MutateOnce(
+    uint64_t request_id, const Request& request,
+    absl::StatusOr<MutationPlan> (FileTools::*plan_fn)(const Request&), bool* asked) {
   const Policy policy = current_policy_();
   AIRLOCK_ASSIGN_OR_RETURN(MutationPlan plan, (files_.*plan_fn)(request));
   const ToolCall call =
@@ -97,6 +116,7 @@ absl::StatusOr<std::pair<MutationPlan, v1::WriteResult>> ApprovalGate::Mutate(
       Authorize(policy, call, std::move(shown), approver_, timeout_, observer_));
   const FileTools::CommitPermission permission{authorization.decision.allow_outside,
                                                authorization.decision.allow_protected};
+  *asked = authorization.asked;
   if (authorization.asked) {
     if (!ticket.has_value()) {
       return WireError(v1::INTERNAL, "an approval was asked without a ticket; nothing written");

@@ -96,6 +96,12 @@ class ApprovalGate {
   absl::StatusOr<std::pair<MutationPlan, v1::WriteResult>> Mutate(
       uint64_t request_id, const Request& request,
       absl::StatusOr<MutationPlan> (FileTools::*plan)(const Request&));
+  // One plan → decide → (ask → re-plan → redeem) → commit; `asked` says whether the approver
+  // was consulted.
+  template <typename Request>
+  absl::StatusOr<std::pair<MutationPlan, v1::WriteResult>> MutateOnce(
+      uint64_t request_id, const Request& request,
+      absl::StatusOr<MutationPlan> (FileTools::*plan)(const Request&), bool* asked);
 
   FileTools& files_;
   Approver& approver_;

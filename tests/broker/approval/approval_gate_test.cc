@@ -286,5 +286,34 @@ TEST_F(ApprovalGateTest, BashEscalationIsBoundToTheEpoch) {
   EXPECT_EQ(unused.calls(), 0);
 }
 
+TEST_F(ApprovalGateTest, AnUnaskedWriteThatWentStaleIsPlannedAndDecidedAgain) {
+  SetPolicy(v1::PRESET_WORKSPACE_WRITE, 1);  // in authority: nobody is asked
+  FakeApprover approver(true);
+  auto gate = Gate(approver);
+  files_->set_stale_commits(2);
+  absl::StatusOr<v1::WriteResult> result = gate->Write(7, WriteRequest(target(), "new\n"));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(files_->commits(), 3);
+  EXPECT_EQ(approver.calls(), 0);
+  EXPECT_EQ(ReadFileOrMissing(target()), "new\n");
+
+  // Bounded: a path that keeps changing is refused in the end.
+  files_->set_stale_commits(100);
+  result = gate->Write(8, WriteRequest(target(), "newer\n"));
+  EXPECT_EQ(WireCodeOf(result.status()), v1::APPROVAL_STALE);
+  EXPECT_EQ(ReadFileOrMissing(target()), "new\n");
+}
+
+TEST_F(ApprovalGateTest, AnApprovedWriteThatWentStaleIsNeverRetried) {
+  FakeApprover approver(true);  // read-only: every write asks
+  auto gate = Gate(approver);
+  files_->set_stale_commits(1);
+  absl::StatusOr<v1::WriteResult> result = gate->Write(7, WriteRequest(target(), "new\n"));
+  EXPECT_EQ(WireCodeOf(result.status()), v1::APPROVAL_STALE);
+  EXPECT_EQ(approver.calls(), 1);
+  EXPECT_EQ(files_->commits(), 1);
+  EXPECT_EQ(ReadFileOrMissing(target()), "old line\n");
+}
+
 }  // namespace
 }  // namespace airlock::broker

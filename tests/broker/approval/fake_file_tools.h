@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "broker/approval/ticket.h"
 #include "broker/fs/file_tools.h"
+#include "broker/wire_error.h"
 #include "tests/testing/temp_dir.h"
 
 namespace airlock::broker::testing {
@@ -55,6 +56,10 @@ class FakeFileTools final : public FileTools {
                                          CommitPermission permission) override {
     ++commits_;
     last_permission_ = permission;
+    if (stale_commits_ > 0) {
+      --stale_commits_;
+      return WireError(v1::APPROVAL_STALE, "fake: the directories on the path changed");
+    }
     airlock::testing::WriteFileOrDie(plan.canonical_path, plan.new_content);
     v1::WriteResult result;
     result.set_canonical_path(plan.canonical_path);
@@ -65,6 +70,8 @@ class FakeFileTools final : public FileTools {
   }
 
   int commits() const { return commits_; }
+  // The next `n` commits fail as stale (a concurrent call changed the path), writing nothing.
+  void set_stale_commits(int n) { stale_commits_ = n; }
   CommitPermission last_permission() const { return last_permission_; }
 
  private:
@@ -102,6 +109,7 @@ class FakeFileTools final : public FileTools {
   std::string root_;
   int commits_ = 0;
   CommitPermission last_permission_;
+  int stale_commits_ = 0;
 };
 
 }  // namespace airlock::broker::testing
