@@ -5,14 +5,13 @@
 // in every 200 requests (0.5%: a sandboxed command costs ~15 ms, the rest well under 1 ms).
 // Under ASan each channel sends 1 000 requests instead, to keep CI time.
 //
-// Two known races are kept out of this test and reproduced by the disabled test below (enable
-// it once they are fixed):
-// - the bash calls of the 8 channels are serialized by the worker (file operations of the
-//   other channels go on meanwhile): concurrent sandboxed commands on one workspace race on
-//   the protected-path mask placeholders (one call's ReleaseMasks removes a `.git` placeholder
-//   that another call has just planned to bind: "bwrap: Can't find source path …/.git");
-// - `load/` exists before the run: concurrent first writes that each create the missing
-//   parent are refused ("the directories on the path changed since it was checked").
+// In this test the worker serializes the bash calls of its 8 channels (file operations of the
+// other channels go on meanwhile) and `load/` exists before the run. The second test runs
+// bash calls concurrently on one workspace and lets the first writes create `load/` together:
+// two races it found are fixed — a mask placeholder removed under another call's plan (a
+// directory that vanishes during the scan now needs no protection) and concurrent first
+// writes each creating the same missing parent (an unasked plan that went stale is planned
+// and decided again).
 #include <map>
 #include <set>
 #include <string>
@@ -66,7 +65,7 @@ CommandResult RunLoad(const Scratch& workspace, const Scratch& home, int request
   return result;
 }
 
-TEST(LoadTest, DISABLED_ConcurrentBashCallsOnOneWorkspaceAllRun) {
+TEST(LoadTest, ConcurrentBashCallsAndFirstWritesOnOneWorkspaceAllRun) {
   Scratch workspace(RunAs::kCurrentUser);
   Scratch home(RunAs::kCurrentUser);
   ProcSampler sampler;
