@@ -1,6 +1,6 @@
 // The file tools end to end on a real tree: every path case, protected storage, the broker's
-// own storage, reads and lists, sizes, special files, and the plan/commit binding. Every case
-// runs with openat2 and with the O_NOFOLLOW component walk.
+// own storage, reads and lists, sizes and special files (the plan/commit binding is in
+// plan_commit_test.cc). Every case runs with openat2 and with the O_NOFOLLOW component walk.
 #include "broker/fs/file_tools.h"
 
 #include <dirent.h>
@@ -21,6 +21,7 @@
 #include "broker/wire_error.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/broker/fs/file_tools_fixture.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
@@ -28,132 +29,6 @@ namespace airlock::broker {
 namespace {
 
 using ::testing::HasSubstr;
-
-std::string Expand(std::string text, const std::string& base) {
-  for (size_t at = text.find("$B"); at != std::string::npos; at = text.find("$B")) {
-    text.replace(at, 2, base);
-  }
-  return text;
-}
-
-// Every entry below `dir` (recursively, links not followed), as relative paths.
-std::set<std::string> TreeOf(const std::string& dir, const std::string& prefix = "") {
-  std::set<std::string> out;
-  DIR* stream = ::opendir(dir.c_str());
-  if (stream == nullptr) return out;
-  while (dirent* entry = ::readdir(stream)) {
-    const std::string name = entry->d_name;
-    if (name == "." || name == "..") continue;
-    out.insert(prefix + name);
-    struct stat st;
-    if (::lstat((dir + "/" + name).c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-      for (const std::string& child : TreeOf(dir + "/" + name, prefix + name + "/")) {
-        out.insert(child);
-      }
-    }
-  }
-  ::closedir(stream);
-  return out;
-}
-
-class FileToolsTest : public ::testing::TestWithParam<WalkMode> {
- protected:
-  void SetUp() override {
-    ws_ = base_.Child("ws");
-    out_ = base_.Child("out");
-    home_ = base_.Child("home");
-    for (const std::string& dir : {ws_, out_, home_, ws_ + "/dir", ws_ + "/.git",
-                                   ws_ + "/.git/hooks", ws_ + "/sub", ws_ + "/sub/.vscode"}) {
-      ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0) << dir;
-    }
-    testing::WriteFileOrDie(ws_ + "/a.txt", "alpha");
-    testing::WriteFileOrDie(ws_ + "/dir/b.txt", "beta");
-    testing::WriteFileOrDie(ws_ + "/.git/hooks/pre-commit", "#!/bin/sh\n");
-    testing::WriteFileOrDie(ws_ + "/.git/config", "[core]\n");
-    testing::WriteFileOrDie(ws_ + "/sub/.vscode/settings.json", "{}");
-    testing::WriteFileOrDie(ws_ + "/secret.txt", "guarded");
-    testing::WriteFileOrDie(out_ + "/o.txt", "outside");
-    testing::WriteFileOrDie(home_ + "/audit.key", "KEY");
-    Link("dir/b.txt", ws_ + "/link_in");
-    Link(out_ + "/o.txt", ws_ + "/link_out");
-    Link("new_in.txt", ws_ + "/dangling_in");
-    Link("../out/new_out.txt", ws_ + "/dangling_out");
-    Link("chain2", ws_ + "/chain1");
-    Link("dir", ws_ + "/chain2");
-    Link("loop2", ws_ + "/loop1");
-    Link("loop1", ws_ + "/loop2");
-    Link(".git/hooks/pre-commit", ws_ + "/hook_link");
-    Link(".git/hooks/post-merge", ws_ + "/hook_dangling");
-    Link(".git", ws_ + "/git_link");
-    Link(home_ + "/audit.key", ws_ + "/key_link");
-    Link(out_, ws_ + "/out_dir_link");
-    Link(ws_, base_.Child("ws_link"));
-    out_before_ = TreeOf(out_);
-    home_before_ = TreeOf(home_);
-    files_ = Make(Options());
-  }
-
-  FileToolsOptions Options() const {
-    FileToolsOptions options;
-    options.roots = {ws_};
-    options.protected_paths = {"secret.txt"};
-    options.broker_secret_paths = {home_};
-    options.walk_mode = GetParam();
-    return options;
-  }
-  static std::unique_ptr<FileTools> Make(FileToolsOptions options) {
-    auto files = FileTools::Create(std::move(options));
-    EXPECT_THAT(files, testing::IsOk());
-    return files.ok() ? std::move(*files) : nullptr;
-  }
-  static void Link(const std::string& target, const std::string& path) {
-    ASSERT_EQ(::symlink(target.c_str(), path.c_str()), 0) << path;
-  }
-  absl::StatusOr<v1::WriteResult> Write(const std::string& path, const std::string& content) {
-    v1::WriteRequest request;
-    request.set_path(Expand(path, base_.path()));
-    request.set_content(content);
-    return files_->Write(request);
-  }
-  absl::StatusOr<v1::ReadResult> Read(const std::string& path, uint64_t offset = 0,
-                                      uint64_t limit = 0) {
-    v1::ReadRequest request;
-    request.set_path(Expand(path, base_.path()));
-    request.set_offset(offset);
-    request.set_limit(limit);
-    return files_->Read(request);
-  }
-  absl::StatusOr<v1::ListResult> List(const std::string& path) {
-    v1::ListRequest request;
-    request.set_path(Expand(path, base_.path()));
-    return files_->List(request);
-  }
-  absl::StatusOr<v1::EditResult> Edit(const std::string& path, const std::string& old_text,
-                                      const std::string& new_text, bool all = false) {
-    v1::EditRequest request;
-    request.set_path(Expand(path, base_.path()));
-    request.set_old_string(old_text);
-    request.set_new_string(new_text);
-    request.set_replace_all(all);
-    return files_->Edit(request);
-  }
-  void ExpectOutsideAndHomeUntouched() {
-    EXPECT_EQ(TreeOf(out_), out_before_);
-    EXPECT_EQ(testing::ReadFileOrMissing(out_ + "/o.txt"), "outside");
-    EXPECT_EQ(TreeOf(home_), home_before_);
-    EXPECT_EQ(testing::ReadFileOrMissing(home_ + "/audit.key"), "KEY");
-  }
-  void ExpectNoTempFiles() {
-    for (const std::string& entry : TreeOf(base_.path())) {
-      EXPECT_EQ(entry.find(".airlock-tmp-"), std::string::npos) << entry;
-    }
-  }
-
-  testing::TempDir base_;
-  std::string ws_, out_, home_;
-  std::set<std::string> out_before_, home_before_;
-  std::unique_ptr<FileTools> files_;
-};
 
 struct WriteCase {
   std::string requested;   // "$B" is the temp base
@@ -545,158 +420,8 @@ TEST_P(FileToolsTest, ClassifySaysWhereAPathLandsAndHowTheFencesSeeIt) {
   EXPECT_EQ(WireCodeOf(files_->Classify("loop1").status()), v1::INVALID_ARGUMENT);
 }
 
-// --- Plan / Commit -------------------------------------------------------------------------
-
-class PlanCommitTest : public FileToolsTest {
- protected:
-  MutationPlan PlanWriteOrDie(const std::string& path, const std::string& content) {
-    v1::WriteRequest request;
-    request.set_path(path);
-    request.set_content(content);
-    auto plan = files_->PlanWrite(request);
-    EXPECT_THAT(plan, testing::IsOk());
-    return plan.ok() ? *plan : MutationPlan();
-  }
-};
-
-TEST_P(PlanCommitTest, APlanDescribesTheTargetAndItsParent) {
-  MutationPlan plan = PlanWriteOrDie("link_in", "new");
-  EXPECT_EQ(plan.tool, "write");
-  EXPECT_EQ(plan.canonical_path, ws_ + "/dir/b.txt");
-  EXPECT_EQ(plan.target_class, TargetClass::kInsideRoots);
-  EXPECT_TRUE(plan.target.exists);
-  EXPECT_EQ(plan.target.content_sha256, Sha256Hex("beta"));
-  EXPECT_EQ(plan.old_content, "beta");
-  EXPECT_EQ(plan.new_content_sha256, Sha256Hex("new"));
-  struct stat st;
-  ASSERT_EQ(::stat((ws_ + "/dir").c_str(), &st), 0);
-  EXPECT_EQ(plan.parent.inode, static_cast<uint64_t>(st.st_ino));
-
-  MutationPlan fresh = PlanWriteOrDie("x/y/z.txt", "new");
-  EXPECT_FALSE(fresh.target.exists);
-  EXPECT_EQ(fresh.directories_to_create,
-            (std::vector<std::string>{ws_ + "/x", ws_ + "/x/y"}));
-  ASSERT_EQ(::stat(ws_.c_str(), &st), 0);
-  EXPECT_EQ(fresh.parent.inode, static_cast<uint64_t>(st.st_ino));
-
-  MutationPlan outside = PlanWriteOrDie("link_out", "new");
-  EXPECT_EQ(outside.target_class, TargetClass::kOutsideRoots);
-  MutationPlan hook = PlanWriteOrDie("hook_link", "new");
-  EXPECT_EQ(hook.target_class, TargetClass::kProtected);
-  EXPECT_EQ(hook.rule, "protected:.git/hooks");
-}
-
-TEST_P(PlanCommitTest, CommitCrossesAFenceOnlyWithPermission) {
-  MutationPlan outside = PlanWriteOrDie("link_out", "approved");
-  EXPECT_EQ(WireCodeOf(files_->Commit(outside, {}).status()), v1::OUTSIDE_SANDBOX);
-  ASSERT_THAT(files_->Commit(outside, {.allow_outside = true}), testing::IsOk());
-  EXPECT_EQ(testing::ReadFileOrMissing(out_ + "/o.txt"), "approved");
-
-  MutationPlan fresh_outside = PlanWriteOrDie(out_ + "/new/dir/f", "approved");
-  ASSERT_THAT(files_->Commit(fresh_outside, {.allow_outside = true}), testing::IsOk());
-  EXPECT_EQ(testing::ReadFileOrMissing(out_ + "/new/dir/f"), "approved");
-
-  MutationPlan hook = PlanWriteOrDie("hook_link", "approved");
-  EXPECT_EQ(WireCodeOf(files_->Commit(hook, {.allow_outside = true}).status()),
-            v1::PROTECTED_PATH);
-  ASSERT_THAT(files_->Commit(hook, {.allow_protected = true}), testing::IsOk());
-  EXPECT_EQ(testing::ReadFileOrMissing(ws_ + "/.git/hooks/pre-commit"), "approved");
-  ExpectNoTempFiles();
-}
-
-TEST_P(PlanCommitTest, AnythingBoundThatChangesMakesTheCommitStale) {
-  struct Change {
-    const char* name;
-    std::function<void()> apply;
-  };
-  const std::string target = ws_ + "/dir/b.txt";
-  const Change changes[] = {
-      {"content rewritten in place",
-       [&] { testing::WriteFileOrDie(target, "BETA"); }},
-      {"same content, another inode",
-       [&] {
-         testing::WriteFileOrDie(ws_ + "/dir/other", "beta");
-         ASSERT_EQ(::rename((ws_ + "/dir/other").c_str(), target.c_str()), 0);
-       }},
-      {"parent directory replaced by a copy",
-       [&] {
-         ASSERT_EQ(::rename((ws_ + "/dir").c_str(), (ws_ + "/dir_old").c_str()), 0);
-         ASSERT_EQ(::mkdir((ws_ + "/dir").c_str(), 0755), 0);
-         testing::WriteFileOrDie(target, "beta");
-       }},
-      {"parent directory replaced by a link",
-       [&] {
-         ASSERT_EQ(::rename((ws_ + "/dir").c_str(), (ws_ + "/dir_old").c_str()), 0);
-         Link("dir_old", ws_ + "/dir");
-       }},
-      {"target replaced by a link to the same file",
-       [&] {
-         ASSERT_EQ(::rename(target.c_str(), (ws_ + "/dir/real").c_str()), 0);
-         Link("real", target);
-       }},
-      {"target removed", [&] { ASSERT_EQ(::unlink(target.c_str()), 0); }},
-  };
-  for (const Change& change : changes) {
-    SCOPED_TRACE(change.name);
-    MutationPlan plan = PlanWriteOrDie("dir/b.txt", "planned");
-    change.apply();
-    const std::set<std::string> before = TreeOf(ws_);
-    auto result = files_->Commit(plan, {});
-    EXPECT_EQ(WireCodeOf(result.status()), v1::APPROVAL_STALE) << result.status();
-    EXPECT_THAT(std::string(result.status().message()), HasSubstr("nothing was written"));
-    EXPECT_EQ(TreeOf(ws_), before);
-    for (const std::string& entry : TreeOf(ws_)) {
-      EXPECT_NE(testing::ReadFileOrMissing(ws_ + "/" + entry), "planned") << entry;
-    }
-    // Restore the fixture for the next change.
-    testing::RemoveTree(ws_ + "/dir");
-    testing::RemoveTree(ws_ + "/dir_old");
-    ASSERT_EQ(::mkdir((ws_ + "/dir").c_str(), 0755), 0);
-    testing::WriteFileOrDie(target, "beta");
-  }
-  ExpectNoTempFiles();
-}
-
-TEST_P(PlanCommitTest, AnEntryAppearingWhereThePlanSawNoneIsStale) {
-  MutationPlan plan = PlanWriteOrDie("brand_new", "planned");
-  testing::WriteFileOrDie(ws_ + "/brand_new", "theirs");
-  EXPECT_EQ(WireCodeOf(files_->Commit(plan, {}).status()), v1::APPROVAL_STALE);
-  EXPECT_EQ(testing::ReadFileOrMissing(ws_ + "/brand_new"), "theirs");
-
-  MutationPlan deep = PlanWriteOrDie("p/q/r", "planned");
-  ASSERT_EQ(::mkdir((ws_ + "/p").c_str(), 0755), 0);
-  EXPECT_EQ(WireCodeOf(files_->Commit(deep, {}).status()), v1::APPROVAL_STALE);
-  EXPECT_EQ(testing::ReadFileOrMissing(ws_ + "/p/q/r"), "<missing>");
-
-  // A plan binds the canonical target: re-pointing the link it came through afterwards does
-  // not redirect the write.
-  MutationPlan dangling = PlanWriteOrDie("dangling_in", "planned");
-  ASSERT_EQ(::unlink((ws_ + "/dangling_in").c_str()), 0);
-  Link("../out/new_out.txt", ws_ + "/dangling_in");  // now points outside
-  auto result = files_->Commit(dangling, {.allow_outside = true});
-  ASSERT_THAT(result, testing::IsOk());
-  EXPECT_EQ(result->canonical_path(), ws_ + "/new_in.txt");
-  EXPECT_EQ(testing::ReadFileOrMissing(ws_ + "/new_in.txt"), "planned");
-  ExpectOutsideAndHomeUntouched();
-}
-
-TEST_P(PlanCommitTest, AnAlteredPlanIsNotCommitted) {
-  MutationPlan plan = PlanWriteOrDie("a.txt", "planned");
-  plan.new_content = "something else";
-  EXPECT_EQ(WireCodeOf(files_->Commit(plan, {}).status()), v1::APPROVAL_STALE);
-  EXPECT_EQ(testing::ReadFileOrMissing(ws_ + "/a.txt"), "alpha");
-}
-
 INSTANTIATE_TEST_SUITE_P(Walks, FileToolsTest,
-                         ::testing::Values(WalkMode::kAuto, WalkMode::kComponentWalk),
-                         [](const ::testing::TestParamInfo<WalkMode>& info) {
-                           return info.param == WalkMode::kAuto ? "Openat2" : "ComponentWalk";
-                         });
-INSTANTIATE_TEST_SUITE_P(Walks, PlanCommitTest,
-                         ::testing::Values(WalkMode::kAuto, WalkMode::kComponentWalk),
-                         [](const ::testing::TestParamInfo<WalkMode>& info) {
-                           return info.param == WalkMode::kAuto ? "Openat2" : "ComponentWalk";
-                         });
+                         ::testing::Values(WalkMode::kAuto, WalkMode::kComponentWalk), WalkName);
 
 TEST(Openat2Test, TheKernelHasIt) {
   // This machine's kernel has openat2; where it does not, kAuto falls back to the walk.
