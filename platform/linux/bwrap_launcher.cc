@@ -33,17 +33,19 @@ constexpr char kReady[] = "ready";
 // It checks the instance, says "ready" on descriptor 3, closes 3, 4 and 5, then either execs
 // its arguments (`exec --`, so an argument that looks like an option is still the command) or
 // evaluates a shell command line in the same bash — one bash start instead of two.
+// /proc/self/status is read by one `read` (to its end): bash seeks a file back after every
+// `read`, and each seek makes the kernel generate the file again, so reading it line by line
+// cost about 0.7 ms. Each field is matched as a whole line.
 #define AIRLOCK_PREFLIGHT_CHECKS                                                              \
-  "ok=0\n"                                                                                    \
-  "while read -r k v; do\n"                                                                   \
-  "  case \"$k$v\" in NoNewPrivs:1|Seccomp:2|CapEff:0000000000000000) ok=$((ok+1));; esac\n"  \
-  "done </proc/self/status\n"                                                                 \
-  "if [ \"$ok\" != 3 ] || [ -w / ]; then\n"                                                   \
+  "IFS= read -r -d '' airlock_status </proc/self/status\n"                                     \
+  "if [[ $airlock_status != *$'\\nNoNewPrivs:\\t1\\n'* ||\n"                                 \
+  "      $airlock_status != *$'\\nSeccomp:\\t2\\n'* ||\n"                                    \
+  "      $airlock_status != *$'\\nCapEff:\\t0000000000000000\\n'* ]] || [ -w / ]; then\n"     \
   "  echo 'airlock: sandbox preflight failed (no_new_privs, seccomp, capabilities or "        \
   "read-only root)' >&2\n"                                                                    \
   "  exit 125\n"                                                                              \
   "fi\n"                                                                                      \
-  "unset -v ok k v\n"                                                                         \
+  "unset -v airlock_status\n"                                                                 \
   "printf ready >&3\n"                                                                        \
   "exec 3>&- 4<&- 5<&-\n"
 

@@ -1,5 +1,9 @@
 #include "platform/linux/bwrap_launcher.h"
 
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -143,6 +147,61 @@ TEST(BwrapLauncherTest, ShellLineIsOneArgumentOfThePreflightShell) {
   EXPECT_FALSE(
       BuildShellSandboxArgv(layout, {.argv = {"true"}, .shell_line = "true"}, "/usr/bin/bash")
           .ok());
+}
+
+// Runs the preflight script in this (unconfined) process's bash: descriptor 3 is the ready
+// pipe, 4 and 5 /dev/null. Returns the wait status; `out`, `err` and `ready` what was written.
+int RunPreflightUnconfined(bool shell_line, std::string* out, std::string* err,
+                           std::string* ready) {
+  int out_pipe[2], err_pipe[2], ready_pipe[2];
+  if (::pipe(out_pipe) != 0 || ::pipe(err_pipe) != 0 || ::pipe(ready_pipe) != 0) return -1;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int null = ::open("/dev/null", O_RDWR);
+    ::dup2(out_pipe[1], 1);
+    ::dup2(err_pipe[1], 2);
+    ::dup2(ready_pipe[1], 3);
+    ::dup2(null, 4);
+    ::dup2(null, 5);
+    for (int fd = 6; fd < 64; ++fd) ::close(fd);
+    if (shell_line) {
+      ::execl("/bin/bash", "bash", "--noprofile", "--norc", "-c", PreflightScript(true), "bash",
+              "echo the command ran", nullptr);
+    } else {
+      ::execl("/bin/bash", "bash", "--noprofile", "--norc", "-c", PreflightScript(false),
+              "airlock-preflight", "/bin/echo", "the command ran", nullptr);
+    }
+    ::_exit(127);
+  }
+  for (int fd : {out_pipe[1], err_pipe[1], ready_pipe[1]}) ::close(fd);
+  auto drain = [](int fd, std::string* into) {
+    char buffer[4096];
+    ssize_t n;
+    while ((n = ::read(fd, buffer, sizeof buffer)) > 0) into->append(buffer, n);
+    ::close(fd);
+  };
+  drain(out_pipe[0], out);
+  drain(err_pipe[0], err);
+  drain(ready_pipe[0], ready);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return status;
+}
+
+// This test process has no seccomp filter (and, as root, capabilities and a writable root):
+// the preflight must refuse to run the command, for either form, whoever runs the test.
+TEST(BwrapLauncherTest, PreflightRefusesAnUnconfinedShell) {
+  if (::access("/bin/bash", X_OK) != 0) GTEST_SKIP() << "no /bin/bash";
+  for (bool shell_line : {false, true}) {
+    SCOPED_TRACE(shell_line ? "shell line" : "argv");
+    std::string out, err, ready;
+    const int status = RunPreflightUnconfined(shell_line, &out, &err, &ready);
+    ASSERT_TRUE(WIFEXITED(status)) << status;
+    EXPECT_EQ(WEXITSTATUS(status), 125);
+    EXPECT_THAT(err, HasSubstr("airlock: sandbox preflight failed"));
+    EXPECT_EQ(out, "");
+    EXPECT_EQ(ready, "");
+  }
 }
 
 TEST(BwrapLauncherTest, MissingPiecesAreErrors) {
