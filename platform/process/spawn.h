@@ -34,7 +34,7 @@ struct SpawnOptions {
   bool no_new_privileges = false;
 };
 
-// Forks and execs. Returns the child's pid; an exec failure shows as exit status 127.
+// Starts a process and execs (vfork-like: see spawn.cc). Returns the child's pid; an exec failure shows as exit status 127.
 [[nodiscard]] absl::StatusOr<pid_t> Spawn(const SpawnOptions& options);
 
 // The absolute path of `name` found through `search_path` (":"-separated), or `name` itself

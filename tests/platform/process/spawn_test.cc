@@ -92,6 +92,27 @@ TEST(SpawnTest, ExecFailureIs127) {
   EXPECT_EQ(status->ShellCode(), 127);
 }
 
+// The child starts with every signal blocked and caught ones reset (it shares the parent's
+// memory until exec); the command still runs with an empty mask and default dispositions,
+// and the spawning thread's own mask is as it was.
+TEST(SpawnTest, ChildGetsAnEmptySignalMaskAndTheParentKeepsItsOwn) {
+  struct sigaction handler {};
+  struct sigaction previous {};
+  handler.sa_handler = [](int) {};
+  ASSERT_EQ(::sigaction(SIGUSR1, &handler, &previous), 0);
+  sigset_t blocked, before, after;
+  sigemptyset(&blocked);
+  sigaddset(&blocked, SIGUSR2);
+  ASSERT_EQ(::pthread_sigmask(SIG_BLOCK, &blocked, &before), 0);
+  Captured c = RunShell("grep '^SigBlk:' /proc/self/status; kill -USR1 $$; echo survived");
+  ASSERT_EQ(::pthread_sigmask(SIG_SETMASK, &before, &after), 0);
+  ::sigaction(SIGUSR1, &previous, nullptr);
+  EXPECT_EQ(c.out, "SigBlk:\t0000000000000000\n");  // killed by SIGUSR1 before "survived"
+  EXPECT_EQ(c.status.term_signal, SIGUSR1);
+  EXPECT_EQ(::sigismember(&after, SIGUSR2), 1);
+  EXPECT_EQ(::sigismember(&after, SIGUSR1), 0);
+}
+
 TEST(FindExecutableTest, SearchesPath) {
   auto found = FindExecutable("sh", "/nonexistent:/bin");
   ASSERT_TRUE(found.ok());
