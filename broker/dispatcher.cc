@@ -314,14 +314,22 @@ absl::StatusOr<v1::BashResult> Dispatcher::Bash(const v1::BashRequest& request,
   intent.rule = permit.decision.rule;
   intent.justification = request.justification();
   intent.detail = permit.unsandboxed ? "intent: run without the sandbox" : "intent: run sandboxed";
-  if (absl::StatusOr<uint64_t> seq = services_.audit->Append(intent, audit::Durability::kDurable);
-      !seq.ok()) {
+  // The intent is written now and its sync started; the runner lays out the sandbox meanwhile
+  // and waits for it right before the command starts. Either failing refuses with nothing run.
+  const auto unwritable = [](const absl::Status& status) {
     return WithRule(WireError(v1::INTERNAL, absl::StrCat("bash refused: the audit log cannot be "
-                                                         "written (", seq.status().message(),
+                                                         "written (", status.message(),
                                                          "); nothing ran")),
                     "audit:unwritable");
-  }
+  };
+  absl::StatusOr<audit::PendingRecord> pending = services_.audit->AppendPending(intent);
+  if (!pending.ok()) return unwritable(pending.status());
   ShellRequest shell;
+  audit::AuditLog* const log = services_.audit;
+  shell.before_start = [log, record = *pending, unwritable]() -> absl::Status {
+    absl::Status durable = log->AwaitDurable(record);
+    return durable.ok() ? durable : unwritable(durable);
+  };
   shell.command = request.command();
   shell.cwd = cwd.canonical_path;
   const absl::Duration timeout = request.timeout_seconds() > 0

@@ -207,7 +207,9 @@ absl::StatusOr<TreeRunResult> ShellRunner::RunSandboxed(const ShellRequest& requ
   sandbox.cancel = cancel;
 
   AcquireMasks(layout.masks);
-  absl::StatusOr<TreeRunResult> result = linux_sandbox::RunInShellSandbox(sandbox);
+  absl::Status barrier = request.before_start ? request.before_start() : absl::OkStatus();
+  absl::StatusOr<TreeRunResult> result =
+      barrier.ok() ? linux_sandbox::RunInShellSandbox(sandbox) : barrier;
   ReleaseMasks(layout.masks);
   const absl::Status removed = RemoveTree(call->path);
   if (!removed.ok()) {
@@ -257,6 +259,7 @@ absl::StatusOr<TreeRunResult> ShellRunner::RunOnHost(const ShellRequest& request
   run.full_output_dir = runtime_dir_;
   run.timeout = request.timeout;
   run.cancel = cancel;
+  if (request.before_start) AIRLOCK_RETURN_IF_ERROR(request.before_start());
   return RunProcessTree(std::move(run));
 }
 

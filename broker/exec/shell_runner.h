@@ -7,6 +7,7 @@
 #define BROKER_EXEC_SHELL_RUNNER_H_
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,6 +52,10 @@ struct ShellRequest {
   // True (bash tool): output captured into the result. False (`airlock exec`): the command
   // shares the caller's descriptors 0, 1 and 2.
   bool capture_output = true;
+  // What must hold before the command starts (the durable audit intent): called once the
+  // sandbox is laid out, right before the process is spawned, so that the two overlap. A
+  // non-OK status refuses the call with nothing run.
+  std::function<absl::Status()> before_start;
 };
 
 // A long-lived process (an MCP server over stdio) started in the shell sandbox of a preset:

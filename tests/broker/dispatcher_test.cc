@@ -360,6 +360,36 @@ TEST_F(DispatcherTest, BashRunsInTheSandboxAndReportsThePreset) {
   EXPECT_EQ(approver_->calls(), 0);
 }
 
+TEST_F(DispatcherTest, ABashIntentThatCannotBeMadeDurableRunsNothing) {
+  // The intent's sync runs while the sandbox is laid out and is awaited before the command
+  // starts: when it fails (EIO), the command must not run at all.
+  auto fail = std::make_shared<std::atomic<bool>>(false);
+  audit_options_.sync_for_testing = [fail](int fd) {
+    if (fail->load()) {
+      errno = EIO;
+      return -1;
+    }
+    return ::fdatasync(fd);
+  };
+  Start(v1::PRESET_WORKSPACE_WRITE, v1::MODE_ON_REQUEST, true);
+  v1::Request request;
+  request.set_id(9);
+  request.mutable_bash()->set_command("touch ran.txt");
+  v1::Response response = dispatcher_->Handle(request, 1, nullptr);
+  ASSERT_TRUE(response.has_bash()) << response.DebugString();
+  ASSERT_EQ(response.bash().exit_code(), 0);
+  ASSERT_EQ(ReadFileOrMissing(workspace_.Child("ran.txt")), "");  // the command does run
+  fail->store(true);
+  request.set_id(10);
+  request.mutable_bash()->set_command("touch refused.txt");
+  response = dispatcher_->Handle(request, 1, nullptr);
+  ASSERT_TRUE(response.has_error()) << response.DebugString();
+  EXPECT_EQ(response.error().code(), v1::INTERNAL);
+  EXPECT_EQ(response.error().rule(), "audit:unwritable");
+  EXPECT_THAT(response.error().message(), HasSubstr("nothing ran"));
+  EXPECT_EQ(ReadFileOrMissing(workspace_.Child("refused.txt")), "<missing>");
+}
+
 TEST_F(DispatcherTest, EscalatedBashWithoutJustificationIsInvalid) {
   Start(v1::PRESET_WORKSPACE_WRITE, v1::MODE_ON_REQUEST, true);
   v1::Request request;
