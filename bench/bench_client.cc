@@ -2,6 +2,10 @@
 // one JSON object of timings from its stdout.
 //   brokered-write N DIR   N durable 4 KiB writes through the broker (inside `airlock run`)
 //   direct-write N DIR     the same durable atomic replacement done in this process
+//   direct-write-intent N DIR LOGDIR
+//                          the same, plus what SPEC §9 asks of any broker: a signed audit
+//                          intent appended to a log in LOGDIR and durable before the rename
+//                          (its sync overlapping the temp file's, as the broker does)
 //   brokered-bash N        N sandboxed `true` commands through the broker
 //   bare-bwrap N DIR       N bare bwrap launches of `true` with the shell sandbox's namespaces
 //   load WORKERS N DIR     WORKERS threads, each its own channel, N mixed read/write/edit calls
@@ -25,6 +29,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "broker/audit/audit_key.h"
+#include "broker/audit/audit_log.h"
 #include "broker/exec/protection_plan.h"
 #include "broker/exec/runtime_dir.h"
 #include "broker/exec/shell_runner.h"
@@ -92,6 +98,54 @@ int DirectWrite(int n, const std::string& dir) {
     }
     absl::Status status = broker::ReplaceAtomically(dir_fd.get(), name, Payload(), expected,
                                                     broker::ReplaceOptions{}, name);
+    samples.push_back(Micros(Clock::now() - start));
+    if (!status.ok()) return Fail(status.message());
+  }
+  PrintSamples(samples);
+  return 0;
+}
+
+int DirectWriteWithIntent(int n, const std::string& dir, const std::string& log_dir) {
+  ScopedFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir_fd) return Fail("cannot open the directory");
+  broker::audit::AuditKeyOptions key_options;
+  key_options.env_key = std::string(64, 'a');
+  key_options.airlock_home = log_dir;
+  key_options.create_default = false;
+  auto key = broker::audit::LoadOrCreateAuditKey(key_options);
+  if (!key.ok()) return Fail(key.status().message());
+  auto log = broker::audit::AuditLog::Open(absl::StrCat(log_dir, "/intents.jsonl"), *key,
+                                           "bench");
+  if (!log.ok()) return Fail(log.status().message());
+  std::vector<double> samples;
+  for (int i = 0; i < n; ++i) {
+    const std::string name = absl::StrCat("bench-", i % 8, ".txt");
+    const auto start = Clock::now();
+    struct stat st;
+    broker::ExpectedTarget expected;
+    if (::fstatat(dir_fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      expected = {true, static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+    }
+    // An intent like the broker's (target, digests, rule), its sync started at once.
+    broker::audit::AuditRecord intent;
+    intent.event = broker::audit::AuditEvent::kDecision;
+    intent.request_id = static_cast<uint64_t>(i);
+    intent.tool = "write";
+    intent.target = absl::StrCat(dir, "/", name);
+    intent.content_sha256 = std::string(64, 'c');
+    intent.previous_sha256 = expected.exists ? std::string(64, 'd') : "absent";
+    intent.decision = "allow";
+    intent.rule = "preset:workspace-write";
+    intent.preset = "workspace-write";
+    intent.detail = "intent: replace atomically";
+    auto pending = (*log)->AppendPending(intent);
+    if (!pending.ok()) return Fail(pending.status().message());
+    broker::ReplaceOptions options;
+    broker::audit::AuditLog* const raw_log = log->get();
+    const broker::audit::PendingRecord record = *pending;
+    options.before_rename = [raw_log, record] { return raw_log->AwaitDurable(record); };
+    absl::Status status = broker::ReplaceAtomically(dir_fd.get(), name, Payload(), expected,
+                                                    options, name);
     samples.push_back(Micros(Clock::now() - start));
     if (!status.ok()) return Fail(status.message());
   }
@@ -372,6 +426,9 @@ int main(int argc, char** argv) {
   if (!absl::SimpleAtoi(argv[2], &n) || n <= 0) return Fail("N must be a positive number");
   if (mode == "brokered-write" && argc == 4) return airlock::bench::BrokeredWrite(n, argv[3]);
   if (mode == "direct-write" && argc == 4) return airlock::bench::DirectWrite(n, argv[3]);
+  if (mode == "direct-write-intent" && argc == 5) {
+    return airlock::bench::DirectWriteWithIntent(n, argv[3], argv[4]);
+  }
   if (mode == "brokered-bash" && argc == 3) return airlock::bench::BrokeredBash(n);
   if (mode == "bare-bwrap" && argc == 4) return airlock::bench::BareBwrap(n, argv[3]);
   if (mode == "bare-bwrap-masked" && argc == 4) return airlock::bench::BareBwrapMasked(n, argv[3]);
