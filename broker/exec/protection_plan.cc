@@ -20,6 +20,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "broker/wire_error.h"
 #include "platform/base/scoped_fd.h"
 #include "profiles/protected_paths.h"
@@ -71,6 +72,7 @@ class MaskReaper {
  public:
   void Remove(std::string path) {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (!pending_.insert(path).second) return;  // queued already
     if (!started_) {
       started_ = true;
       std::thread([this] { Loop(); }).detach();
@@ -99,6 +101,7 @@ class MaskReaper {
       // never renamed back to the protected name.
       ::rmdir(path.c_str());
       lock.lock();
+      pending_.erase(path);
       busy_ = false;
       if (queue_.empty()) idle_.notify_all();
     }
@@ -108,6 +111,7 @@ class MaskReaper {
   std::condition_variable wake_;
   std::condition_variable idle_;
   std::deque<std::string> queue_;  // guarded by mutex_
+  std::set<std::string> pending_;  // guarded by mutex_; queued or being removed
   bool busy_ = false;              // guarded by mutex_
   bool started_ = false;           // guarded by mutex_; the thread runs (detached)
 };
@@ -115,6 +119,15 @@ class MaskReaper {
 MaskReaper& Reaper() {
   static MaskReaper* const reaper = new MaskReaper;
   return *reaper;
+}
+
+// kMaskAsidePrefix and 16 lowercase hex digits: a name AsideName makes.
+bool IsMaskAsideName(absl::string_view name) {
+  if (!absl::ConsumePrefix(&name, kMaskAsidePrefix) || name.size() != 16) return false;
+  for (char c : name) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
 }
 
 bool IsEmptyDirectory(const std::string& path) {
@@ -190,6 +203,13 @@ class Planner {
       for (const auto& [name, type] : entries) {
         if (type != DT_DIR) continue;
         const std::string child = absl::StrCat(dir == "/" ? "" : dir, "/", name);
+        if (IsMaskAsideName(name)) {
+          // A mask directory renamed aside whose removal never ran (the broker was killed
+          // first), or one queued by this process: removed in the background if it is still
+          // empty (rmdir), left alone otherwise. Nothing in it to protect or scan.
+          Reaper().Remove(child);
+          continue;
+        }
         const absl::string_view relative =
             absl::string_view(child).substr(root == "/" ? 1 : root.size() + 1);
         if (!profiles::MatchProtected(relative).empty()) continue;  // covered read-only

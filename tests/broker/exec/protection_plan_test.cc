@@ -207,6 +207,33 @@ TEST(ProtectionPlanTest, AMaskDirectorySomeoneFilledStaysWhereItIs) {
   EXPECT_EQ(testing::ReadFileOrMissing(dir + "/settings.json"), "{}");
 }
 
+TEST(ProtectionPlanTest, TheScanSweepsEmptyMaskDirectoriesLeftByAKilledBroker) {
+  // A broker killed between renaming a mask directory aside and removing it leaves
+  // `.airlock-mask-<16 hex>` behind: the next scan removes it if it is empty, anywhere in the
+  // root, and leaves alone one someone wrote into or a name that is not ours.
+  TempDir root;
+  const std::string top = root.Child(std::string(kMaskAsidePrefix) + "0123456789abcdef");
+  const std::string nested =
+      root.Child(std::string("sub/") + kMaskAsidePrefix + "fedcba9876543210");
+  const std::string filled = root.Child(std::string(kMaskAsidePrefix) + "aaaaaaaaaaaaaaaa");
+  const std::string not_ours = root.Child(std::string(kMaskAsidePrefix) + "not-hex-digits!!");
+  for (const std::string& dir : {top, root.Child("sub"), nested, filled, not_ours}) {
+    ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0) << dir;
+  }
+  WriteFileOrDie(filled + "/work.txt", "kept");
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(ProtectionPlan plan, PlanProtection({root.path()}, {}));
+  DrainMaskRemovals();
+  EXPECT_NE(::access(top.c_str(), F_OK), 0);
+  EXPECT_NE(::access(nested.c_str(), F_OK), 0);
+  EXPECT_EQ(testing::ReadFileOrMissing(filled + "/work.txt"), "kept");
+  EXPECT_EQ(::access(not_ours.c_str(), F_OK), 0);
+  // Scanning again (the filled one is tried again, and stays) changes nothing more.
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(plan, PlanProtection({root.path()}, {}));
+  DrainMaskRemovals();
+  EXPECT_EQ(testing::ReadFileOrMissing(filled + "/work.txt"), "kept");
+  EXPECT_EQ(::access(not_ours.c_str(), F_OK), 0);
+}
+
 TEST(ProtectionPlanTest, TheAsideNameIsNotProtected) {
   EXPECT_EQ(profiles::MatchProtected(std::string(kMaskAsidePrefix) + "0123456789abcdef"), "");
 }
