@@ -13,8 +13,6 @@
 #include "broker/gateway/argv_template.h"
 #include "broker/gateway/parameter_schema.h"
 #include "broker/session/strict_json.h"
-#include "google/protobuf/descriptor.h"
-#include "google/protobuf/util/json_util.h"
 #include "platform/base/errno_status.h"
 #include "platform/base/fd_io.h"
 #include "platform/base/scoped_fd.h"
@@ -22,11 +20,6 @@
 
 namespace airlock::broker {
 namespace {
-
-using google::protobuf::Descriptor;
-using google::protobuf::FieldDescriptor;
-using google::protobuf::Struct;
-using google::protobuf::Value;
 
 constexpr size_t kMaxConfigBytes = 1 << 20;
 constexpr uint32_t kMaxTimeoutSeconds = 24 * 60 * 60;
@@ -37,45 +30,6 @@ absl::Status Problem(absl::string_view origin, absl::string_view field,
   return absl::InvalidArgumentError(absl::StrCat(origin, ": ", field, ": ", message));
 }
 
-// What strict_json leaves to the protobuf parser, which is lenient: a scalar given for a list
-// inside a list element (commandTools[0].argv = "x"), and a string for a boolean (protobuf 3.21
-// reads "destructive": "yes" as true and "0" as false). Both refused here, naming the field.
-absl::Status CheckShapes(const Struct& object, const Descriptor& descriptor,
-                             const std::string& path, absl::string_view origin) {
-  for (int i = 0; i < descriptor.field_count(); ++i) {
-    const FieldDescriptor* field = descriptor.field(i);
-    auto it = object.fields().find(field->json_name());
-    if (it == object.fields().end()) it = object.fields().find(field->name());
-    if (it == object.fields().end()) continue;
-    const std::string where = path.empty() ? field->json_name()
-                                           : absl::StrCat(path, ".", field->json_name());
-    const Value& value = it->second;
-    if (field->is_repeated() && !field->is_map() && value.kind_case() != Value::kListValue &&
-        value.kind_case() != Value::kNullValue) {
-      return Problem(origin, where, "must be a JSON array");
-    }
-    if (field->type() == FieldDescriptor::TYPE_BOOL && !field->is_repeated() &&
-        value.kind_case() != Value::kBoolValue && value.kind_case() != Value::kNullValue) {
-      return Problem(origin, where, "must be true or false");
-    }
-    if (field->type() != FieldDescriptor::TYPE_MESSAGE ||
-        field->message_type()->file()->package() == "google.protobuf") {
-      continue;  // scalars, and well-known types such as the parameters Struct
-    }
-    if (field->is_repeated() && value.kind_case() == Value::kListValue) {
-      const auto& items = value.list_value().values();
-      for (int k = 0; k < items.size(); ++k) {
-        if (items[k].kind_case() != Value::kStructValue) continue;  // the parser refuses these
-        AIRLOCK_RETURN_IF_ERROR(CheckShapes(items[k].struct_value(), *field->message_type(),
-                                                absl::StrCat(where, "[", k, "]"), origin));
-      }
-    } else if (!field->is_repeated() && value.kind_case() == Value::kStructValue) {
-      AIRLOCK_RETURN_IF_ERROR(
-          CheckShapes(value.struct_value(), *field->message_type(), where, origin));
-    }
-  }
-  return absl::OkStatus();
-}
 
 absl::Status CheckName(absl::string_view origin, const std::string& field,
                        const std::string& name) {
@@ -216,11 +170,6 @@ absl::StatusOr<v1::ToolsConfig> ParseToolsConfig(absl::string_view json,
                                                  absl::string_view origin) {
   v1::ToolsConfig config;
   AIRLOCK_RETURN_IF_ERROR(ParseStrictJson(json, &config, origin));
-  Struct generic;
-  const google::protobuf::StringPiece text(json.data(), json.size());
-  if (google::protobuf::util::JsonStringToMessage(text, &generic).ok()) {
-    AIRLOCK_RETURN_IF_ERROR(CheckShapes(generic, *config.GetDescriptor(), "", origin));
-  }
   AIRLOCK_RETURN_IF_ERROR(Validate(config, origin));
   return config;
 }

@@ -1,5 +1,8 @@
-// Protobuf's JSON parser with the strictness our files need: unknown fields rejected, and a
-// repeated field given a single value (which protobuf 3.21 quietly accepts) rejected too.
+// Protobuf's JSON parser with the strictness our files need. Protobuf 3.21 quietly accepts
+// what proto3 JSON does not; rejected here, each with a message naming it: unknown fields, a
+// repeated field given a single value, a string for a boolean (at any depth, in array
+// elements too), a key twice in one object (protobuf keeps the last, or joins the arrays),
+// single-quoted strings, unquoted keys and trailing commas.
 #ifndef BROKER_SESSION_STRICT_JSON_H_
 #define BROKER_SESSION_STRICT_JSON_H_
 

@@ -102,7 +102,7 @@ TEST(ToolConfigTest, EveryValidationNamesTheField) {
       {Tool(R"("name": "t", "argv": ["true"], "destructive": 1)"), "destructive"},
       {Tool(R"("name": "t", "argv": ["true"], "timeoutSeconds": -1)"),
        "command_tools[1].timeout_seconds"},
-      {R"({"commandTools": {"name": "t", "argv": ["true"]}})", "commandTools must be a JSON array"},
+      {R"({"commandTools": {"name": "t", "argv": ["true"]}})", "commandTools: must be a JSON array"},
       {Tool(R"("name": "t", "argv": "true")"), "commandTools[1].argv: must be a JSON array"},
       {R"({"mcpServers": [{"name": "s", "command": "x", "args": "a"}]})",
        "mcpServers[0].args: must be a JSON array"},
