@@ -155,8 +155,14 @@ absl::StatusOr<std::unique_ptr<SessionStore>> SessionStore::Create(const std::st
       new SessionStore(path, std::move(fd), header, std::nullopt));
   AIRLOCK_RETURN_IF_ERROR(store->StartSync());
   {
+    std::string line;
+    if (!google::protobuf::util::MessageToJsonString(header, &line).ok()) {
+      return absl::InternalError("cannot serialize the session header");
+    }
+    line.push_back('\n');
     std::lock_guard<std::mutex> lock(store->mutex_);
-    AIRLOCK_RETURN_IF_ERROR(store->AppendLine(header, /*durable=*/true));
+    AIRLOCK_RETURN_IF_ERROR(store->WriteLocked(line));
+    AIRLOCK_RETURN_IF_ERROR(store->sync_->WaitThrough(store->size_));
   }
   AIRLOCK_RETURN_IF_ERROR(FsyncDirectory(sessions_dir));
   return store;
@@ -188,61 +194,125 @@ absl::Status SessionStore::StartSync() {
   if (::fstat(fd_.get(), &st) != 0) return LastErrnoStatus("stat", path_);
   size_ = static_cast<uint64_t>(st.st_size);
   sync_ = std::make_unique<GroupSync>(fd_.get(), size_, absl::StrCat("session ", path_));
+  writer_ = std::thread([this] { WriterLoop(); });
   return absl::OkStatus();
 }
 
+SessionStore::~SessionStore() {
+  if (writer_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(queue_mutex_);
+      stopping_ = true;
+    }
+    queue_cv_.notify_one();
+    writer_.join();  // after writing what is queued
+  }
+  sync_.reset();  // syncs what was written
+}
+
+absl::StatusOr<uint64_t> SessionStore::Enqueue(v1::SessionEntry entry) {
+  uint64_t ticket = 0;
+  {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    if (!write_failure_.ok()) return write_failure_;
+    queue_.push_back(std::move(entry));
+    ticket = ++queued_;
+  }
+  queue_cv_.notify_one();
+  return ticket;
+}
+
+absl::Status SessionStore::AwaitWritten(uint64_t ticket) {
+  std::unique_lock<std::mutex> lock(queue_mutex_);
+  written_cv_.wait(lock, [this, ticket] { return written_ >= ticket; });
+  return write_failure_;
+}
+
+void SessionStore::WriterLoop() {
+  std::unique_lock<std::mutex> lock(queue_mutex_);
+  for (;;) {
+    queue_cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping, and everything is written
+    std::deque<v1::SessionEntry> batch;
+    batch.swap(queue_);
+    const uint64_t through = queued_;
+    lock.unlock();
+    std::string lines;
+    absl::Status status;
+    for (const v1::SessionEntry& entry : batch) {
+      std::string line;
+      if (!google::protobuf::util::MessageToJsonString(entry, &line).ok()) {
+        status = absl::InternalError("cannot serialize a session record");
+        break;
+      }
+      lines.append(line).push_back('\n');
+    }
+    if (status.ok()) {
+      std::lock_guard<std::mutex> file(mutex_);
+      status = WriteLocked(lines);
+      if (status.ok()) sync_->Written(size_);
+    }
+    lock.lock();
+    if (!status.ok() && write_failure_.ok()) write_failure_ = status;
+    written_ = through;
+    written_cv_.notify_all();
+  }
+}
+
 absl::Status SessionStore::Flush() {
+  uint64_t ticket = 0;
+  {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    ticket = queued_;
+  }
+  AIRLOCK_RETURN_IF_ERROR(AwaitWritten(ticket));
   std::lock_guard<std::mutex> lock(mutex_);
   return sync_->WaitThrough(size_);
 }
 
 std::string SessionStore::RecordedPreset() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<std::mutex> lock(context_mutex_);
   return last_context_.has_value() ? last_context_->preset() : header_.permission_preset();
 }
 
-absl::Status SessionStore::AppendLine(const google::protobuf::Message& message, bool durable) {
-  std::string line;
-  const auto status = google::protobuf::util::MessageToJsonString(message, &line);
-  if (!status.ok()) return absl::InternalError("cannot serialize a session record");
-  line.push_back('\n');
-  // One write: O_APPEND keeps concurrent appenders from interleaving inside a line.
+absl::Status SessionStore::WriteLocked(const std::string& lines) {
   AIRLOCK_RETURN_IF_ERROR(sync_->status());
-  const ssize_t n = ::write(fd_.get(), line.data(), line.size());
+  const ssize_t n = ::write(fd_.get(), lines.data(), lines.size());
   if (n < 0) return LastErrnoStatus("append to session", path_);
   if (n > 0) size_ += static_cast<uint64_t>(n);
-  if (static_cast<size_t>(n) != line.size()) {
+  if (static_cast<size_t>(n) != lines.size()) {
     return absl::DataLossError(absl::StrCat("short append to session ", path_));
   }
-  if (durable) return sync_->WaitThrough(size_);
-  sync_->Written(size_);
   return absl::OkStatus();
 }
 
 absl::StatusOr<bool> SessionStore::RecordContextIfChanged(v1::ContextSnapshot snapshot) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<std::mutex> lock(context_mutex_);
   if (last_context_.has_value() && SameContext(*last_context_, snapshot)) return false;
   if (snapshot.time().empty()) snapshot.set_time(NowRfc3339());
   v1::SessionEntry entry;
   *entry.mutable_context() = snapshot;
-  AIRLOCK_RETURN_IF_ERROR(AppendLine(entry, /*durable=*/true));
+  // In order with the calls queued before it, and durable before this returns.
+  AIRLOCK_ASSIGN_OR_RETURN(const uint64_t ticket, Enqueue(std::move(entry)));
+  AIRLOCK_RETURN_IF_ERROR(AwaitWritten(ticket));
+  {
+    std::lock_guard<std::mutex> file(mutex_);
+    AIRLOCK_RETURN_IF_ERROR(sync_->WaitThrough(size_));
+  }
   last_context_ = std::move(snapshot);
   return true;
 }
 
 absl::Status SessionStore::RecordToolCall(const v1::ToolCallRecord& call) {
-  std::lock_guard<std::mutex> lock(mutex_);
   v1::SessionEntry entry;
   *entry.mutable_tool_call() = call;
-  return AppendLine(entry, /*durable=*/false);
+  return Enqueue(std::move(entry)).status();
 }
 
 absl::Status SessionStore::RecordToolResult(const v1::ToolResultRecord& result) {
-  std::lock_guard<std::mutex> lock(mutex_);
   v1::SessionEntry entry;
   *entry.mutable_tool_result() = result;
-  // Synced in the background (group commit), not before the reply.
-  return AppendLine(entry, /*durable=*/false);
+  return Enqueue(std::move(entry)).status();
 }
 
 }  // namespace airlock::broker

@@ -334,6 +334,7 @@ TEST_F(DispatcherTest, TheSessionRecordsTheContextOnceAndEveryCall) {
   Start(v1::PRESET_WORKSPACE_WRITE, v1::MODE_ON_REQUEST, true);
   (void)Write("x.txt", "1");
   (void)Write("y.txt", "2");
+  ASSERT_THAT(session_->Flush(), airlock::testing::IsOk());  // the writer thread has written
   const std::string session = ReadFileOrMissing(session_->path());
   size_t snapshots = 0;
   for (size_t at = session.find("\"context\""); at != std::string::npos;

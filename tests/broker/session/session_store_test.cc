@@ -50,26 +50,62 @@ TEST(SessionStoreTest, SnapshotsOnlyWhenThePolicyChanges) {
   EXPECT_EQ(store->RecordedPreset(), "workspace-write");
 }
 
-TEST(SessionStoreTest, CallsAndResultsAreInTheFileAtOnceAndDurableAfterFlush) {
-  // They are synced in the background, but written before Record* returns: a killed broker
-  // loses none of them, and a resumed session reads them.
+TEST(SessionStoreTest, CallsAndResultsAreWrittenInOrderByTheWriterAndDurableAfterFlush) {
+  // Record* hands them to the writer thread; Flush waits for it and for the sync. Many
+  // records from several threads all arrive, whole lines, each thread's in its order.
   testing::TempDir home;
   const std::string dir = home.Child("sessions");
   AIRLOCK_ASSERT_OK_AND_ASSIGN(auto store, SessionStore::Create(dir, "s3", "read-only", "/w"));
-  v1::ToolCallRecord call;
-  call.set_request_id(7);
-  call.set_tool("write");
-  ASSERT_THAT(store->RecordToolCall(call), IsOk());
-  v1::ToolResultRecord result;
-  result.set_request_id(7);
-  result.set_ok(true);
-  ASSERT_THAT(store->RecordToolResult(result), IsOk());
-  const std::string bytes = testing::ReadFileOrMissing(store->path());
-  EXPECT_THAT(bytes, HasSubstr("\"toolCall\""));
-  EXPECT_THAT(bytes, HasSubstr("\"toolResult\""));
+  constexpr int kThreads = 4, kCalls = 200;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&store, t] {
+      for (int i = 0; i < kCalls; ++i) {
+        v1::ToolCallRecord call;
+        call.set_request_id(static_cast<uint64_t>(t * kCalls + i + 1));  // 0 is not printed
+        call.set_tool("write");
+        EXPECT_THAT(store->RecordToolCall(call), IsOk());
+        v1::ToolResultRecord result;
+        result.set_request_id(static_cast<uint64_t>(t * kCalls + i + 1));
+        result.set_ok(true);
+        EXPECT_THAT(store->RecordToolResult(result), IsOk());
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
   ASSERT_THAT(store->Flush(), IsOk());
+  const std::string bytes = testing::ReadFileOrMissing(store->path());
   AIRLOCK_ASSERT_OK_AND_ASSIGN(SessionStore::Parsed parsed, SessionStore::Parse(bytes, "s3"));
-  EXPECT_EQ(parsed.entries, 2u);
+  EXPECT_EQ(parsed.entries, static_cast<size_t>(2 * kThreads * kCalls));
+  // Each thread's call precedes its result, and its requests keep their order.
+  std::vector<int64_t> last(kThreads, -1);
+  size_t at = 0;
+  while ((at = bytes.find("\"requestId\":\"", at)) != std::string::npos) {
+    at += 13;
+    const int64_t id = std::stoll(bytes.substr(at));
+    const int t = static_cast<int>((id - 1) / kCalls);
+    EXPECT_GE(id, last[t]) << "request " << id << " after " << last[t];
+    last[t] = id;
+  }
+  EXPECT_NE(bytes.find("\"toolCall\":{\"requestId\":\"1\""), std::string::npos);
+  EXPECT_LT(bytes.find("\"toolCall\":{\"requestId\":\"1\""),
+            bytes.find("\"toolResult\":{\"requestId\":\"1\""));
+}
+
+TEST(SessionStoreTest, ASnapshotIsWrittenAfterTheCallsQueuedBeforeIt) {
+  testing::TempDir home;
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(
+      auto store, SessionStore::Create(home.Child("sessions"), "s4", "read-only", "/w"));
+  v1::ToolCallRecord call;
+  call.set_request_id(1);
+  call.set_tool("read");
+  ASSERT_THAT(store->RecordToolCall(call), IsOk());
+  ASSERT_THAT(store->RecordContextIfChanged(Snapshot("workspace-write")), IsOk());
+  // Durable when RecordContextIfChanged returns, and after the call queued before it.
+  const std::string bytes = testing::ReadFileOrMissing(store->path());
+  ASSERT_NE(bytes.find("\"toolCall\""), std::string::npos) << bytes;
+  ASSERT_NE(bytes.find("\"context\""), std::string::npos) << bytes;
+  EXPECT_LT(bytes.find("\"toolCall\""), bytes.find("\"context\""));
 }
 
 TEST(SessionStoreTest, ResumeKeepsTheLastRecordedPreset) {
