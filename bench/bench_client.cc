@@ -65,6 +65,16 @@ int Fail(absl::string_view what) {
   return 1;
 }
 
+// The identity of entry `name` of `dir_fd`, as the broker checks it before replacing it.
+broker::ExpectedTarget CurrentTarget(int dir_fd, const std::string& name) {
+  struct stat st;
+  broker::ExpectedTarget expected;
+  if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    expected = {true, static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+  }
+  return expected;
+}
+
 int BrokeredWrite(int n, const std::string& dir) {
   auto client = worker::BrokerClient::ConnectFromEnvironment("bench");
   if (!client.ok()) return Fail(client.status().message());
@@ -91,11 +101,7 @@ int DirectWrite(int n, const std::string& dir) {
     const std::string name = absl::StrCat("bench-", i % 8, ".txt");
     const auto start = Clock::now();
     // The same identity check the broker makes, then the same replacement.
-    struct stat st;
-    broker::ExpectedTarget expected;
-    if (::fstatat(dir_fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
-      expected = {true, static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
-    }
+    const broker::ExpectedTarget expected = CurrentTarget(dir_fd.get(), name);
     absl::Status status = broker::ReplaceAtomically(dir_fd.get(), name, Payload(), expected,
                                                     broker::ReplaceOptions{}, name);
     samples.push_back(Micros(Clock::now() - start));
@@ -121,11 +127,7 @@ int DirectWriteWithIntent(int n, const std::string& dir, const std::string& log_
   for (int i = 0; i < n; ++i) {
     const std::string name = absl::StrCat("bench-", i % 8, ".txt");
     const auto start = Clock::now();
-    struct stat st;
-    broker::ExpectedTarget expected;
-    if (::fstatat(dir_fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
-      expected = {true, static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
-    }
+    const broker::ExpectedTarget expected = CurrentTarget(dir_fd.get(), name);
     // An intent like the broker's (target, digests, rule), its sync started at once.
     broker::audit::AuditRecord intent;
     intent.event = broker::audit::AuditEvent::kDecision;

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "platform/base/utf8.h"
 
 namespace airlock::broker::audit {
 namespace {
@@ -38,24 +39,6 @@ size_t DecodeUtf8(absl::string_view text, size_t at, uint32_t* code_point) {
   if (value < minimum || value > 0x10ffff || (value >= 0xd800 && value <= 0xdfff)) return 0;
   *code_point = value;
   return length;
-}
-
-void AppendUtf8(std::string* out, uint32_t code_point) {
-  if (code_point < 0x80) {
-    out->push_back(static_cast<char>(code_point));
-  } else if (code_point < 0x800) {
-    out->push_back(static_cast<char>(0xc0 | (code_point >> 6)));
-    out->push_back(static_cast<char>(0x80 | (code_point & 0x3f)));
-  } else if (code_point < 0x10000) {
-    out->push_back(static_cast<char>(0xe0 | (code_point >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((code_point >> 6) & 0x3f)));
-    out->push_back(static_cast<char>(0x80 | (code_point & 0x3f)));
-  } else {
-    out->push_back(static_cast<char>(0xf0 | (code_point >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((code_point >> 12) & 0x3f)));
-    out->push_back(static_cast<char>(0x80 | ((code_point >> 6) & 0x3f)));
-    out->push_back(static_cast<char>(0x80 | (code_point & 0x3f)));
-  }
 }
 
 // Code points that must never reach a terminal raw: they move the cursor, end lines in some

@@ -9,6 +9,7 @@
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
+#include "platform/base/utf8.h"
 
 namespace airlock::broker {
 namespace {
@@ -116,7 +117,7 @@ class StrictnessScanner {
         case 'n': out.push_back('\n'); break;
         case 'r': out.push_back('\r'); break;
         case 't': out.push_back('\t'); break;
-        case 'u': AppendCodePoint(ReadUnicodeEscape(), &out); break;
+        case 'u': AppendUtf8(&out, ReadUnicodeEscape()); break;
         default: out.push_back(escaped); break;  // '"', '\\', '/'
       }
     }
@@ -148,24 +149,6 @@ class StrictnessScanner {
       else if (h >= 'A' && h <= 'F') value |= static_cast<uint32_t>(h - 'A' + 10);
     }
     return value;
-  }
-
-  static void AppendCodePoint(uint32_t cp, std::string* out) {
-    if (cp < 0x80) {
-      out->push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-      out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-      out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else {
-      out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-      out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    }
   }
 
   absl::string_view text_;

@@ -108,6 +108,19 @@ class DispatcherTest : public ::testing::Test {
 
   std::string AuditText() { return ReadFileOrMissing(home_.Child("audit.jsonl")); }
 
+  // Before Start: once the returned flag is set, every sync of the audit log fails (EIO).
+  std::shared_ptr<std::atomic<bool>> FailAuditSyncsOnceArmed() {
+    auto fail = std::make_shared<std::atomic<bool>>(false);
+    audit_options_.sync_for_testing = [fail](int fd) {
+      if (fail->load()) {
+        errno = EIO;
+        return -1;
+      }
+      return ::fdatasync(fd);
+    };
+    return fail;
+  }
+
   // Names in the workspace, sorted.
   std::vector<std::string> WorkspaceNames() {
     std::vector<std::string> names;
@@ -266,14 +279,7 @@ TEST_F(DispatcherTest, AnIntentThatCannotBeMadeDurableRefusesTheWriteWithNothing
   // Every background sync of the log fails (EIO) once armed: the intent is written, but it
   // cannot reach the disk, so the write must not happen — the temp file was written and
   // synced in parallel, and is removed.
-  auto fail = std::make_shared<std::atomic<bool>>(false);
-  audit_options_.sync_for_testing = [fail](int fd) {
-    if (fail->load()) {
-      errno = EIO;
-      return -1;
-    }
-    return ::fdatasync(fd);
-  };
+  std::shared_ptr<std::atomic<bool>> fail = FailAuditSyncsOnceArmed();
   Start(v1::PRESET_WORKSPACE_WRITE, v1::MODE_ON_REQUEST, true);
   const std::vector<std::string> before = WorkspaceNames();
   fail->store(true);
@@ -295,14 +301,7 @@ TEST_F(DispatcherTest, AnIntentThatCannotBeMadeDurableRefusesTheWriteWithNothing
 TEST_F(DispatcherTest, ANewDirectoryWaitsForTheDurableIntent) {
   // The intent's sync fails only for the first write, which creates a directory: the
   // directory must not be made either.
-  auto fail = std::make_shared<std::atomic<bool>>(false);
-  audit_options_.sync_for_testing = [fail](int fd) {
-    if (fail->load()) {
-      errno = EIO;
-      return -1;
-    }
-    return ::fdatasync(fd);
-  };
+  std::shared_ptr<std::atomic<bool>> fail = FailAuditSyncsOnceArmed();
   Start(v1::PRESET_WORKSPACE_WRITE, v1::MODE_ON_REQUEST, true);
   const std::vector<std::string> before = WorkspaceNames();
   fail->store(true);
@@ -364,14 +363,7 @@ TEST_F(DispatcherTest, BashRunsInTheSandboxAndReportsThePreset) {
 TEST_F(DispatcherTest, ABashIntentThatCannotBeMadeDurableRunsNothing) {
   // The intent's sync runs while the sandbox is laid out and is awaited before the command
   // starts: when it fails (EIO), the command must not run at all.
-  auto fail = std::make_shared<std::atomic<bool>>(false);
-  audit_options_.sync_for_testing = [fail](int fd) {
-    if (fail->load()) {
-      errno = EIO;
-      return -1;
-    }
-    return ::fdatasync(fd);
-  };
+  std::shared_ptr<std::atomic<bool>> fail = FailAuditSyncsOnceArmed();
   Start(v1::PRESET_WORKSPACE_WRITE, v1::MODE_ON_REQUEST, true);
   v1::Request request;
   request.set_id(9);
