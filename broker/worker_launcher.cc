@@ -22,6 +22,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "absl/strings/str_join.h"
 #include "platform/base/errno_status.h"
 #include "platform/base/fd_io.h"
@@ -310,9 +311,6 @@ absl::StatusOr<ScopedFd> MemoryFile(const char* name, absl::string_view contents
   return fd;
 }
 
-// How long the confinement may take to report; bwrap and `__confine` need milliseconds.
-constexpr auto kStatusTimeout = std::chrono::seconds(30);
-
 // The status line, or nothing once `deadline` passes (`timed_out` set).
 std::string ReadStatusLine(int fd, std::chrono::steady_clock::time_point deadline,
                            bool* timed_out) {
@@ -533,15 +531,16 @@ absl::StatusOr<WorkerLaunch> LaunchConfinedWorker(const WorkerLaunchOptions& opt
   // the descriptor open, so read up to the newline rather than to EOF; EOF without a line
   // means bwrap or `__confine` died first.
   bool timed_out = false;
-  std::string line = ReadStatusLine(status_read.get(),
-                                    std::chrono::steady_clock::now() + kStatusTimeout, &timed_out);
+  std::string line = ReadStatusLine(
+      status_read.get(), std::chrono::steady_clock::now() + options.status_timeout, &timed_out);
   if (timed_out) {
     // Stuck before the agent could start: the launch is refused and its tree killed.
     ::kill(pid, SIGKILL);
     (void)WaitForExit(pid);
     return absl::DeadlineExceededError(absl::StrCat(
         "the worker's confinement could not be applied: no report from the confinement within ",
-        kStatusTimeout.count(), " s; the worker was killed"));
+        absl::FormatDuration(absl::FromChrono(options.status_timeout)),
+        "; the worker was killed"));
   }
   if (!absl::StartsWith(line, "ok ")) {
     absl::StatusOr<ExitStatus> exit = WaitForExit(pid);

@@ -43,6 +43,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,9 @@ struct WorkerLaunchOptions {
   WorkerConfinementOptions confinement;
   // The `airlock` binary that runs `__confine` (default: this process's executable).
   std::string airlock_binary;
+  // How long the confinement may take to report (bwrap and `__confine` need milliseconds);
+  // past it the launch is refused and the tree killed.
+  std::chrono::milliseconds status_timeout{std::chrono::seconds(30)};
 };
 
 // The worker's environment: the broker's, without anything that carries broker secrets
