@@ -206,10 +206,10 @@ absl::StatusOr<TreeRunResult> ShellRunner::RunSandboxed(const ShellRequest& requ
   sandbox.timeout = request.timeout;
   sandbox.cancel = cancel;
 
+  // Awaited once the instance is set up, before the preflight's "go": it overlaps bwrap.
+  sandbox.before_go = request.before_start;
   AcquireMasks(layout.masks);
-  absl::Status barrier = request.before_start ? request.before_start() : absl::OkStatus();
-  absl::StatusOr<TreeRunResult> result =
-      barrier.ok() ? linux_sandbox::RunInShellSandbox(sandbox) : barrier;
+  absl::StatusOr<TreeRunResult> result = linux_sandbox::RunInShellSandbox(sandbox);
   ReleaseMasks(layout.masks);
   const absl::Status removed = RemoveTree(call->path);
   if (!removed.ok()) {

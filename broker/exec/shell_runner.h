@@ -52,9 +52,10 @@ struct ShellRequest {
   // True (bash tool): output captured into the result. False (`airlock exec`): the command
   // shares the caller's descriptors 0, 1 and 2.
   bool capture_output = true;
-  // What must hold before the command starts (the durable audit intent): called once the
-  // sandbox is laid out, right before the process is spawned, so that the two overlap. A
-  // non-OK status refuses the call with nothing run.
+  // What must hold before the command starts (the durable audit intent): sandboxed, awaited
+  // once bwrap has set the instance up and before the preflight's "go", so that the two
+  // overlap; on the host, right before the spawn. A non-OK status refuses the call with
+  // nothing run.
   std::function<absl::Status()> before_start;
 };
 

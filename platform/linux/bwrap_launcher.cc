@@ -30,7 +30,8 @@ namespace {
 constexpr char kReady[] = "ready";
 
 // The preflight runs as `bash --noprofile --norc -c SCRIPT NAME ARGS…` and uses builtins only.
-// It checks the instance, says "ready" on descriptor 3, closes 3, 4 and 5, then either execs
+// It checks the instance, says "ready" on descriptor 3, waits for "go" on descriptor 6 (see
+// kGoFd), closes 3 to 6, then either execs
 // its arguments (`exec --`, so an argument that looks like an option is still the command) or
 // evaluates a shell command line in the same bash — one bash start instead of two.
 // /proc/self/status is read by one `read` (to its end): bash seeks a file back after every
@@ -47,7 +48,14 @@ constexpr char kReady[] = "ready";
   "fi\n"                                                                                      \
   "unset -v airlock_status\n"                                                                 \
   "printf ready >&3\n"                                                                        \
-  "exec 3>&- 4<&- 5<&-\n"
+  "exec 3>&-\n"                                                                               \
+  "IFS= read -r -N 2 airlock_go <&6\n"                                                        \
+  "if [ \"$airlock_go\" != go ]; then\n"                                                       \
+  "  echo 'airlock: the broker did not confirm the start; nothing ran' >&2\n"                \
+  "  exit 125\n"                                                                              \
+  "fi\n"                                                                                      \
+  "unset -v airlock_go\n"                                                                     \
+  "exec 4<&- 5<&- 6<&-\n"
 
 constexpr char kPreflightExec[] = AIRLOCK_PREFLIGHT_CHECKS "exec -- \"$@\"\n";
 // $1 is the command line; the positional parameters are emptied and the helper variable
@@ -110,6 +118,31 @@ absl::StatusOr<ScopedFd> MemoryFile(const char* name, absl::string_view data) {
   if (::lseek(fd.get(), 0, SEEK_SET) != 0) return LastErrnoStatus("lseek", name);
   return fd;
 }
+
+// The broker's side of kGoFd: the read end goes to the sandbox, the write end stays here until
+// "go" is said (or it is closed unsaid: the preflight then runs nothing).
+struct GoPipe {
+  ScopedFd read_end;
+  ScopedFd write_end;
+
+  static absl::StatusOr<GoPipe> Create() {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) return LastErrnoStatus("pipe2", "preflight go");
+    GoPipe pipe;
+    pipe.read_end.reset(fds[0]);
+    pipe.write_end.reset(fds[1]);
+    return pipe;
+  }
+
+  // Says "go" once and closes the end. A sandbox that died meanwhile makes this EPIPE
+  // (SIGPIPE is ignored by the broker): nothing to do then.
+  void Say() {
+    if (!write_end) return;
+    const ssize_t n = ::write(write_end.get(), "go", 2);
+    (void)n;
+    write_end.reset();
+  }
+};
 
 // The filter depends only on allow_unix_sockets: built once per variant, then reused.
 absl::StatusOr<std::string> ShellSeccompProgram(bool allow_unix_sockets) {
@@ -231,6 +264,7 @@ absl::StatusOr<TreeRunResult> RunInShellSandbox(const SandboxRunOptions& options
   int ready_pipe[2];
   if (::pipe2(ready_pipe, O_CLOEXEC) != 0) return LastErrnoStatus("pipe2", "preflight");
   ScopedFd ready_read(ready_pipe[0]), ready_write(ready_pipe[1]);
+  AIRLOCK_ASSIGN_OR_RETURN(GoPipe go, GoPipe::Create());
   ScopedFd null_in;
   int stdin_fd = 0;
   if (options.capture_output) {
@@ -247,7 +281,8 @@ absl::StatusOr<TreeRunResult> RunInShellSandbox(const SandboxRunOptions& options
                            {2, 2},
                            {kReadyFd, ready_write.get()},
                            {kArgsFd, args.get()},
-                           {kSeccompFd, seccomp.get()}};
+                           {kSeccompFd, seccomp.get()},
+                           {kGoFd, go.read_end.get()}};
   run.spawn.parent_death_signal = SIGKILL;
   run.capture_output = options.capture_output;
   run.stream_limit = options.stream_limit;
@@ -257,6 +292,19 @@ absl::StatusOr<TreeRunResult> RunInShellSandbox(const SandboxRunOptions& options
   run.status_fd = ready_read.get();
   // Only the sandbox may hold the write end, or EOF would never come.
   run.close_after_spawn.push_back(std::move(ready_write));
+  run.close_after_spawn.push_back(std::move(go.read_end));
+  run.on_status = [&go, &options](const std::string& said) -> absl::Status {
+    if (said != kReady || !go.write_end) return absl::OkStatus();
+    if (options.before_go) {
+      absl::Status barrier = options.before_go();
+      if (!barrier.ok()) {
+        go.write_end.reset();  // the preflight reads EOF and runs nothing
+        return barrier;
+      }
+    }
+    go.Say();
+    return absl::OkStatus();
+  };
   absl::StatusOr<TreeRunResult> result = RunProcessTree(std::move(run));
   if (!result.ok()) return result.status();
   if (result->status_bytes != kReady && !result->timed_out && !result->cancelled) {
@@ -418,13 +466,17 @@ absl::StatusOr<std::unique_ptr<KeptProcess>> StartInShellSandbox(
   int ready_pipe[2];
   if (::pipe2(ready_pipe, O_CLOEXEC) != 0) return LastErrnoStatus("pipe2", "preflight");
   ScopedFd ready_read(ready_pipe[0]), ready_write(ready_pipe[1]);
+  AIRLOCK_ASSIGN_OR_RETURN(GoPipe go, GoPipe::Create());
 
   KeptProcess::Options kept;
   kept.spawn.argv = argv.LauncherArgv(bwrap_path, kArgsFd);
   kept.spawn.env = {};  // bwrap's own environment is empty
-  kept.spawn.descriptors = {
-      {kReadyFd, ready_write.get()}, {kArgsFd, args.get()}, {kSeccompFd, seccomp.get()}};
+  kept.spawn.descriptors = {{kReadyFd, ready_write.get()},
+                            {kArgsFd, args.get()},
+                            {kSeccompFd, seccomp.get()},
+                            {kGoFd, go.read_end.get()}};
   kept.close_after_spawn.push_back(std::move(ready_write));
+  kept.close_after_spawn.push_back(std::move(go.read_end));
   kept.stderr_keep = options.stderr_keep;
   AIRLOCK_ASSIGN_OR_RETURN(std::unique_ptr<KeptProcess> process,
                            KeptProcess::Start(std::move(kept)));
@@ -461,6 +513,7 @@ absl::StatusOr<std::unique_ptr<KeptProcess>> StartInShellSandbox(
                   : std::string(" failed before the preflight said ready"),
         detail.empty() ? std::string(")") : absl::StrCat(": ", detail, ")")));
   }
+  go.Say();
   return process;
 }
 

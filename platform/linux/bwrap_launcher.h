@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -52,10 +53,15 @@ struct ShellSandboxLayout {
   std::vector<std::pair<std::string, std::string>> env;  // the command's whole environment
 };
 
-// The descriptors the sandbox's bwrap process receives.
+// The descriptors the sandbox's bwrap process receives. The preflight says "ready" on
+// kReadyFd once the instance is checked, then waits for "go" on kGoFd: the command starts only
+// if the broker, alive after the whole setup, says so. A broker that died meanwhile (even one
+// still being torn down, whose ends of the pipes are not yet closed) never says it, and the
+// preflight exits 125 with nothing run — whatever bwrap's own die-with-parent chain missed.
 inline constexpr int kReadyFd = 3;
 inline constexpr int kArgsFd = 4;
 inline constexpr int kSeccompFd = 5;
+inline constexpr int kGoFd = 6;
 
 // What runs inside: exactly one of an argument vector (argv[0] may be a bare name, looked up
 // in the sandbox's PATH) or a shell command line (evaluated by the preflight's own
@@ -90,6 +96,10 @@ struct SandboxRunOptions {
   std::string full_output_dir;
   std::chrono::milliseconds timeout{0};
   CancelToken* cancel = nullptr;
+  // What must hold before the command starts (the durable audit intent): awaited after the
+  // preflight said "ready" and before "go", so that it overlaps bwrap's setup. A non-OK status
+  // kills the instance before the command ran, and is returned.
+  std::function<absl::Status()> before_go;
 };
 
 // Runs the command. Unavailable when bwrap, bash or the seccomp program is missing, or when

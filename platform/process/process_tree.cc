@@ -212,6 +212,13 @@ absl::StatusOr<TreeRunResult> RunProcessTree(TreeRunOptions options) {
         if (slot == 3) {
           const size_t room = kMaxStatusBytes - result.status_bytes.size();
           result.status_bytes.append(buffer, static_cast<size_t>(n) < room ? n : room);
+          if (options.on_status) {
+            if (absl::Status refused = options.on_status(result.status_bytes); !refused.ok()) {
+              KillTree(pid);
+              (void)WaitForExit(pid);
+              return refused;
+            }
+          }
         } else {
           sink.Add(slot, buffer, static_cast<size_t>(n), result);
         }

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -64,6 +65,9 @@ struct TreeRunOptions {
   // Closed in this process right after the child is started (e.g. the write end of the
   // status pipe, which only the child may hold).
   std::vector<ScopedFd> close_after_spawn;
+  // Called with everything read from status_fd so far, each time more arrives. A non-OK
+  // status kills the tree, which is reaped, and is returned.
+  std::function<absl::Status(const std::string& status_bytes)> on_status;
 };
 
 struct TreeRunResult {

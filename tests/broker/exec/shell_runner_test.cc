@@ -185,6 +185,31 @@ TEST_F(ShellRunnerTest, EscalatedRunsOnTheHostWithTheHostEnvironment) {
   EXPECT_TRUE(slow.timed_out());
 }
 
+TEST_F(ShellRunnerTest, TheCommandWaitsForTheBarrierAndARefusedBarrierRunsNothing) {
+  if (!SandboxWorks()) GTEST_SKIP() << "bwrap is not usable here";
+  // The barrier (the durable audit intent) runs once the sandbox is set up and the preflight
+  // has said "ready": the command has not run yet, and runs only after it.
+  ShellRequest request = Request("touch ran");
+  bool called = false;
+  request.before_start = [this, &called] {
+    called = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    EXPECT_NE(::access(workspace_.Child("ran").c_str(), F_OK), 0) << "ran before the barrier";
+    return absl::OkStatus();
+  };
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(v1::BashResult result, runner_->Run(request));
+  EXPECT_TRUE(called);
+  EXPECT_EQ(result.exit_code(), 0);
+  EXPECT_EQ(::access(workspace_.Child("ran").c_str(), F_OK), 0);
+
+  // A refused barrier: no "go", the command never runs, the refusal is the result.
+  request = Request("touch refused");
+  request.before_start = [] { return absl::DataLossError("the intent is not on disk"); };
+  EXPECT_THAT(runner_->Run(request),
+              airlock::testing::StatusIs(absl::StatusCode::kDataLoss, HasSubstr("intent")));
+  EXPECT_NE(::access(workspace_.Child("refused").c_str(), F_OK), 0);
+}
+
 TEST_F(ShellRunnerTest, ReadOnlyPresetBlocksWorkspaceWrites) {
   if (!SandboxWorks()) GTEST_SKIP() << "bwrap is not usable here";
   AIRLOCK_ASSERT_OK_AND_ASSIGN(
