@@ -157,6 +157,59 @@ absl::StatusOr<std::string> ShellSeccompProgram(bool allow_unix_sockets) {
   return program;
 }
 
+// What every instance needs before bwrap starts: the programs, bwrap's arguments and the
+// seccomp filter in sealed memory files, and the ready and go pipes. Descriptors() maps them
+// for bwrap; the caller closes ReadyWriteAndGoRead after the spawn.
+struct PreparedInstance {
+  std::string bwrap_path;
+  std::vector<std::string> launcher_argv;
+  ScopedFd args;
+  ScopedFd seccomp;
+  ScopedFd ready_read;
+  ScopedFd ready_write;
+  GoPipe go;
+
+  static absl::StatusOr<PreparedInstance> Create(const ShellSandboxLayout& layout,
+                                                 const SandboxCommand& command,
+                                                 bool allow_unix_sockets) {
+    PreparedInstance instance;
+    AIRLOCK_ASSIGN_OR_RETURN(instance.bwrap_path, FindSystemBwrap());
+    AIRLOCK_ASSIGN_OR_RETURN(const std::string bash_path, FindSystemBash());
+    absl::StatusOr<std::string> program = ShellSeccompProgram(allow_unix_sockets);
+    if (!program.ok()) {
+      return absl::UnavailableError(absl::StrCat("the shell seccomp filter cannot be built: ",
+                                                 program.status().message()));
+    }
+    AIRLOCK_ASSIGN_OR_RETURN(BwrapArgv argv, BuildShellSandboxArgv(layout, command, bash_path));
+    instance.launcher_argv = argv.LauncherArgv(instance.bwrap_path, kArgsFd);
+    AIRLOCK_ASSIGN_OR_RETURN(instance.args,
+                             MemoryFile("airlock-bwrap-args", argv.ArgsFileContents()));
+    AIRLOCK_ASSIGN_OR_RETURN(instance.seccomp, MemoryFile("airlock-bwrap-seccomp", *program));
+    int ready_pipe[2];
+    if (::pipe2(ready_pipe, O_CLOEXEC) != 0) return LastErrnoStatus("pipe2", "preflight");
+    instance.ready_read.reset(ready_pipe[0]);
+    instance.ready_write.reset(ready_pipe[1]);
+    AIRLOCK_ASSIGN_OR_RETURN(instance.go, GoPipe::Create());
+    return instance;
+  }
+
+  // bwrap's descriptors 3 to 6.
+  std::vector<std::pair<int, int>> Descriptors() const {
+    return {{kReadyFd, ready_write.get()},
+            {kArgsFd, args.get()},
+            {kSeccompFd, seccomp.get()},
+            {kGoFd, go.read_end.get()}};
+  }
+
+  // The ends only the sandbox may hold (or EOF would never come), for close_after_spawn.
+  std::vector<ScopedFd> SandboxEnds() {
+    std::vector<ScopedFd> ends;
+    ends.push_back(std::move(ready_write));
+    ends.push_back(std::move(go.read_end));
+    return ends;
+  }
+};
+
 }  // namespace
 
 const char* PreflightScript(bool shell_line) {
@@ -249,22 +302,9 @@ absl::StatusOr<std::string> FindSystemBwrap() { return FindSystem("bwrap"); }
 absl::StatusOr<std::string> FindSystemBash() { return FindSystem("bash"); }
 
 absl::StatusOr<TreeRunResult> RunInShellSandbox(const SandboxRunOptions& options) {
-  AIRLOCK_ASSIGN_OR_RETURN(const std::string bwrap_path, FindSystemBwrap());
-  AIRLOCK_ASSIGN_OR_RETURN(const std::string bash_path, FindSystemBash());
-  absl::StatusOr<std::string> program = ShellSeccompProgram(options.allow_unix_sockets);
-  if (!program.ok()) {
-    return absl::UnavailableError(
-        absl::StrCat("the shell seccomp filter cannot be built: ", program.status().message()));
-  }
-  AIRLOCK_ASSIGN_OR_RETURN(BwrapArgv argv,
-                           BuildShellSandboxArgv(options.layout, options.command, bash_path));
-  AIRLOCK_ASSIGN_OR_RETURN(ScopedFd args, MemoryFile("airlock-bwrap-args",
-                                                     argv.ArgsFileContents()));
-  AIRLOCK_ASSIGN_OR_RETURN(ScopedFd seccomp, MemoryFile("airlock-bwrap-seccomp", *program));
-  int ready_pipe[2];
-  if (::pipe2(ready_pipe, O_CLOEXEC) != 0) return LastErrnoStatus("pipe2", "preflight");
-  ScopedFd ready_read(ready_pipe[0]), ready_write(ready_pipe[1]);
-  AIRLOCK_ASSIGN_OR_RETURN(GoPipe go, GoPipe::Create());
+  AIRLOCK_ASSIGN_OR_RETURN(
+      PreparedInstance instance,
+      PreparedInstance::Create(options.layout, options.command, options.allow_unix_sockets));
   ScopedFd null_in;
   int stdin_fd = 0;
   if (options.capture_output) {
@@ -274,25 +314,19 @@ absl::StatusOr<TreeRunResult> RunInShellSandbox(const SandboxRunOptions& options
   }
 
   TreeRunOptions run;
-  run.spawn.argv = argv.LauncherArgv(bwrap_path, kArgsFd);
+  run.spawn.argv = instance.launcher_argv;
   run.spawn.env = {};  // bwrap's own environment is empty
-  run.spawn.descriptors = {{0, stdin_fd},
-                           {1, 1},
-                           {2, 2},
-                           {kReadyFd, ready_write.get()},
-                           {kArgsFd, args.get()},
-                           {kSeccompFd, seccomp.get()},
-                           {kGoFd, go.read_end.get()}};
+  run.spawn.descriptors = {{0, stdin_fd}, {1, 1}, {2, 2}};
+  for (const auto& mapping : instance.Descriptors()) run.spawn.descriptors.push_back(mapping);
   run.spawn.parent_death_signal = SIGKILL;
   run.capture_output = options.capture_output;
   run.stream_limit = options.stream_limit;
   run.full_output_dir = options.full_output_dir;
   run.timeout = options.timeout;
   run.cancel = options.cancel;
-  run.status_fd = ready_read.get();
-  // Only the sandbox may hold the write end, or EOF would never come.
-  run.close_after_spawn.push_back(std::move(ready_write));
-  run.close_after_spawn.push_back(std::move(go.read_end));
+  run.status_fd = instance.ready_read.get();
+  run.close_after_spawn = instance.SandboxEnds();
+  GoPipe& go = instance.go;
   run.on_status = [&go, &options](const std::string& said) -> absl::Status {
     if (said != kReady || !go.write_end) return absl::OkStatus();
     if (options.before_go) {
@@ -310,7 +344,8 @@ absl::StatusOr<TreeRunResult> RunInShellSandbox(const SandboxRunOptions& options
   if (result->status_bytes != kReady && !result->timed_out && !result->cancelled) {
     std::string detail(absl::StripAsciiWhitespace(result->stderr_data));
     return absl::UnavailableError(absl::StrCat(
-        "the bubblewrap sandbox could not be set up; the command did not run (", bwrap_path,
+        "the bubblewrap sandbox could not be set up; the command did not run (",
+        instance.bwrap_path,
         " exited with status ", result->status.ShellCode(),
         detail.empty() ? std::string(")") : absl::StrCat(": ", detail, ")")));
   }
@@ -449,34 +484,19 @@ void KeptProcess::Kill() {
 absl::StatusOr<std::unique_ptr<KeptProcess>> StartInShellSandbox(
     const SandboxStartOptions& options) {
   if (options.argv.empty()) return absl::InvalidArgumentError("sandbox: empty argv");
-  AIRLOCK_ASSIGN_OR_RETURN(const std::string bwrap_path, FindSystemBwrap());
-  AIRLOCK_ASSIGN_OR_RETURN(const std::string bash_path, FindSystemBash());
-  absl::StatusOr<std::string> program = ShellSeccompProgram(options.allow_unix_sockets);
-  if (!program.ok()) {
-    return absl::UnavailableError(
-        absl::StrCat("the shell seccomp filter cannot be built: ", program.status().message()));
-  }
   SandboxCommand command;
   command.argv = options.argv;
-  AIRLOCK_ASSIGN_OR_RETURN(BwrapArgv argv,
-                           BuildShellSandboxArgv(options.layout, command, bash_path));
-  AIRLOCK_ASSIGN_OR_RETURN(ScopedFd args, MemoryFile("airlock-bwrap-args",
-                                                     argv.ArgsFileContents()));
-  AIRLOCK_ASSIGN_OR_RETURN(ScopedFd seccomp, MemoryFile("airlock-bwrap-seccomp", *program));
-  int ready_pipe[2];
-  if (::pipe2(ready_pipe, O_CLOEXEC) != 0) return LastErrnoStatus("pipe2", "preflight");
-  ScopedFd ready_read(ready_pipe[0]), ready_write(ready_pipe[1]);
-  AIRLOCK_ASSIGN_OR_RETURN(GoPipe go, GoPipe::Create());
+  AIRLOCK_ASSIGN_OR_RETURN(
+      PreparedInstance instance,
+      PreparedInstance::Create(options.layout, command, options.allow_unix_sockets));
+  ScopedFd ready_read = std::move(instance.ready_read);
+  const std::string bwrap_path = instance.bwrap_path;
 
   KeptProcess::Options kept;
-  kept.spawn.argv = argv.LauncherArgv(bwrap_path, kArgsFd);
+  kept.spawn.argv = instance.launcher_argv;
   kept.spawn.env = {};  // bwrap's own environment is empty
-  kept.spawn.descriptors = {{kReadyFd, ready_write.get()},
-                            {kArgsFd, args.get()},
-                            {kSeccompFd, seccomp.get()},
-                            {kGoFd, go.read_end.get()}};
-  kept.close_after_spawn.push_back(std::move(ready_write));
-  kept.close_after_spawn.push_back(std::move(go.read_end));
+  kept.spawn.descriptors = instance.Descriptors();
+  kept.close_after_spawn = instance.SandboxEnds();
   kept.stderr_keep = options.stderr_keep;
   AIRLOCK_ASSIGN_OR_RETURN(std::unique_ptr<KeptProcess> process,
                            KeptProcess::Start(std::move(kept)));
@@ -513,7 +533,7 @@ absl::StatusOr<std::unique_ptr<KeptProcess>> StartInShellSandbox(
                   : std::string(" failed before the preflight said ready"),
         detail.empty() ? std::string(")") : absl::StrCat(": ", detail, ")")));
   }
-  go.Say();
+  instance.go.Say();
   return process;
 }
 
