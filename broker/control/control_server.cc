@@ -6,7 +6,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "broker/control/control_socket.h"
+#include "platform/ipc/private_socket.h"
 #include "platform/base/errno_status.h"
 #include "platform/base/logging.h"
 #include "platform/base/status_macros.h"
@@ -24,11 +24,13 @@ constexpr uint32_t kMaxControlFrameBytes = 64 * 1024;
 
 absl::StatusOr<std::unique_ptr<ControlServer>> ControlServer::Start(const std::string& path,
                                                                     ControlHandler handler) {
-  AIRLOCK_ASSIGN_OR_RETURN(ScopedFd listener, ListenOnPrivateSocket(path));
+  ipc::PrivateListenOptions options;
+  options.what = "control socket";
+  AIRLOCK_ASSIGN_OR_RETURN(ipc::PrivateListener listener, ipc::ListenPrivate(path, options));
   int wake[2];
   if (::pipe2(wake, O_CLOEXEC) != 0) return LastErrnoStatus("pipe2");
   return std::unique_ptr<ControlServer>(new ControlServer(
-      path, std::move(listener), ScopedFd(wake[0]), ScopedFd(wake[1]), std::move(handler)));
+      path, std::move(listener.fd), ScopedFd(wake[0]), ScopedFd(wake[1]), std::move(handler)));
 }
 
 ControlServer::ControlServer(std::string path, ScopedFd listener, ScopedFd wake_read,
@@ -56,7 +58,7 @@ void ControlServer::Loop() {
     }
     if (fds[1].revents != 0) return;
     if (fds[0].revents == 0) continue;
-    absl::StatusOr<ScopedFd> connection = AcceptSameUser(listener_.get());
+    absl::StatusOr<ScopedFd> connection = ipc::AcceptSameUser(listener_.get());
     if (!connection.ok()) {
       AIRLOCK_LOG(kWarning, "control socket: ", connection.status().message());
       continue;

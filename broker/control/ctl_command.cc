@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_join.h"
 #include "airlock/v1/control.pb.h"
-#include "broker/control/control_socket.h"
+#include "platform/ipc/private_socket.h"
 #include "broker/wire_error.h"
 #include "platform/ipc/channel.h"
 
@@ -19,7 +19,7 @@ struct CtlOptions {
 };
 
 int Send(const std::string& socket, const v1::ControlRequest& request) {
-  absl::StatusOr<ScopedFd> fd = ConnectUnix(socket);
+  absl::StatusOr<ScopedFd> fd = ipc::ConnectSameUser(socket);
   if (!fd.ok()) {
     std::cerr << "airlock ctl: cannot reach the broker: " << fd.status().message() << "\n";
     return 2;
