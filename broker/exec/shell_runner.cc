@@ -312,7 +312,7 @@ absl::StatusOr<std::unique_ptr<SandboxedProcess>> ShellRunner::Start(
 
   // The masks' mount points stay on the host as long as the server runs.
   AcquireMasks(sandbox.layout.masks);
-  absl::StatusOr<std::unique_ptr<linux_sandbox::KeptProcess>> process =
+  absl::StatusOr<std::unique_ptr<KeptProcess>> process =
       linux_sandbox::StartInShellSandbox(sandbox);
   if (!process.ok()) {
     ReleaseMasks(sandbox.layout.masks);
@@ -330,7 +330,7 @@ absl::StatusOr<std::unique_ptr<SandboxedProcess>> ShellRunner::Start(
 absl::StatusOr<std::unique_ptr<SandboxedProcess>> ShellRunner::StartOnHost(
     const ServerProcessRequest& request) {
   const std::vector<std::string> env = HostEnvironment();
-  linux_sandbox::KeptProcess::Options kept;
+  KeptProcess::Options kept;
   std::string path = LookUp(env, "PATH");
   AIRLOCK_ASSIGN_OR_RETURN(std::string program,
                            FindExecutable(request.argv[0], path.empty() ? kDefaultPath : path));
@@ -342,8 +342,8 @@ absl::StatusOr<std::unique_ptr<SandboxedProcess>> ShellRunner::StartOnHost(
   } else if (!request.roots.empty()) {
     kept.spawn.working_directory = request.roots[0];
   }
-  AIRLOCK_ASSIGN_OR_RETURN(std::unique_ptr<linux_sandbox::KeptProcess> process,
-                           linux_sandbox::KeptProcess::Start(std::move(kept)));
+  AIRLOCK_ASSIGN_OR_RETURN(std::unique_ptr<KeptProcess> process,
+                           KeptProcess::Start(std::move(kept)));
   return std::unique_ptr<SandboxedProcess>(
       new SandboxedProcess(std::move(process), request.preset, std::string(), {}));
 }

@@ -104,14 +104,14 @@ class SandboxedProcess {
 
  private:
   friend class ShellRunner;
-  SandboxedProcess(std::unique_ptr<linux_sandbox::KeptProcess> process, v1::Preset preset,
+  SandboxedProcess(std::unique_ptr<KeptProcess> process, v1::Preset preset,
                    std::string call_dir, std::vector<linux_sandbox::CoveredPath> masks)
       : process_(std::move(process)),
         preset_(preset),
         call_dir_(std::move(call_dir)),
         masks_(std::move(masks)) {}
 
-  std::unique_ptr<linux_sandbox::KeptProcess> process_;
+  std::unique_ptr<KeptProcess> process_;
   v1::Preset preset_;
   std::string call_dir_;
   std::vector<linux_sandbox::CoveredPath> masks_;

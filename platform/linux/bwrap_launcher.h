@@ -4,9 +4,11 @@
 //
 // Preflight: the sandbox's first program is a fixed bash script (no profile, no rc files)
 // inside the very instance the command will run in. It checks NoNewPrivs 1, Seccomp 2,
-// CapEff 0 and a read-only /, writes "ready" on a private pipe, closes every extra descriptor
-// and only then execs the command (or evaluates the shell command line in the same bash). No "ready" means bwrap or the preflight failed: the result
-// is Unavailable and the command never ran. Nothing ever falls back to running unsandboxed.
+// CapEff 0 and a read-only /, writes "ready" on a private pipe, waits for the broker's "go" on
+// another (see kGoFd), closes every extra descriptor and only then execs the command (or
+// evaluates the shell command line in the same bash). No "ready" means bwrap or the preflight
+// failed: the result is Unavailable and the command never ran; no "go", and it never runs
+// either. Nothing ever falls back to running unsandboxed.
 #ifndef PLATFORM_LINUX_BWRAP_LAUNCHER_H_
 #define PLATFORM_LINUX_BWRAP_LAUNCHER_H_
 
@@ -14,17 +16,15 @@
 
 #include <chrono>
 #include <functional>
-#include <future>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "platform/base/scoped_fd.h"
 #include "platform/linux/bwrap_command.h"
+#include "platform/process/kept_process.h"
 #include "platform/process/process_tree.h"
 
 namespace airlock::linux_sandbox {
@@ -106,56 +106,6 @@ struct SandboxRunOptions {
 // the instance failed before the preflight said ready (the command did not run); the
 // message then carries bwrap's own diagnostic when it was captured.
 [[nodiscard]] absl::StatusOr<TreeRunResult> RunInShellSandbox(const SandboxRunOptions& options);
-
-// A process started to keep running (an MCP server): its stdin, stdout and stderr are pipes,
-// it leads a new process group and gets SIGKILL when the broker dies. The parent-death signal
-// is tied to the thread that forked, and the thread that asks for a server (a request's) may
-// end long before the server should, so the fork happens on a thread of this object's own,
-// which lives until the process is reaped. That thread also drains stderr, keeping only the
-// last bytes, so a chatty process can neither block on a full pipe nor grow our memory.
-class KeptProcess {
- public:
-  struct Options {
-    // Descriptors 0, 1 and 2 are replaced by the pipes; a new process group and
-    // parent_death_signal SIGKILL are forced.
-    SpawnOptions spawn;
-    // Closed in this process right after the fork (ends only the child may hold).
-    std::vector<ScopedFd> close_after_spawn;
-    size_t stderr_keep = 8 * 1024;
-  };
-
-  [[nodiscard]] static absl::StatusOr<std::unique_ptr<KeptProcess>> Start(Options options);
-  ~KeptProcess();  // Kill()
-  KeptProcess(const KeptProcess&) = delete;
-  KeptProcess& operator=(const KeptProcess&) = delete;
-
-  pid_t pid() const { return pid_; }
-  int stdin_fd() const { return stdin_write_.get(); }   // write end, close-on-exec
-  int stdout_fd() const { return stdout_read_.get(); }  // read end, close-on-exec
-  // The last bytes of stderr (at most stderr_keep), removed from the buffer.
-  std::string TakeStderr();
-  // True once the process has exited (it is not reaped until Kill()). Never blocks.
-  bool Exited() const;
-  // SIGKILL to the process group and the process, reaps it, stops the thread. Idempotent.
-  void Kill();
-
- private:
-  explicit KeptProcess(size_t stderr_keep) : stderr_keep_(stderr_keep) {}
-  void Keep(Options options, ScopedFd stderr_write, ScopedFd stdin_read, ScopedFd stdout_write,
-            std::promise<absl::StatusOr<pid_t>> started);
-  // Reads what stderr holds (once, or until it is empty); true at EOF.
-  bool DrainStderr(bool until_empty);
-
-  const size_t stderr_keep_;
-  pid_t pid_ = -1;
-  ScopedFd pidfd_;
-  ScopedFd stdin_write_, stdout_read_, stderr_read_;
-  ScopedFd stop_;  // eventfd: the keeper thread returns once it is readable
-  std::thread keeper_;
-  std::mutex mutex_;  // guards stderr_tail_ and killed_
-  std::string stderr_tail_;
-  bool killed_ = false;
-};
 
 struct SandboxStartOptions {
   ShellSandboxLayout layout;

@@ -12,7 +12,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
-#include "platform/linux/bwrap_launcher.h"
+#include "platform/process/kept_process.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
@@ -43,10 +43,10 @@ class McpClientTest : public ::testing::Test {
  protected:
   // Starts the test server on the host with `flags`.
   void StartServer(std::vector<std::string> flags = {}) {
-    linux_sandbox::KeptProcess::Options options;
+    KeptProcess::Options options;
     options.spawn.argv = {kServer};
     options.spawn.argv.insert(options.spawn.argv.end(), flags.begin(), flags.end());
-    auto process = linux_sandbox::KeptProcess::Start(std::move(options));
+    auto process = KeptProcess::Start(std::move(options));
     ASSERT_TRUE(process.ok()) << process.status();
     server_ = std::move(*process);
   }
@@ -63,7 +63,7 @@ class McpClientTest : public ::testing::Test {
     return client.ok() ? std::move(*client) : nullptr;
   }
 
-  std::unique_ptr<linux_sandbox::KeptProcess> server_;
+  std::unique_ptr<KeptProcess> server_;
 };
 
 TEST_F(McpClientTest, HandshakeListAndCall) {
@@ -208,9 +208,9 @@ TEST_F(McpClientTest, UnknownProtocolVersionIsRefused) {
 }
 
 TEST_F(McpClientTest, SilentServerTimesOutTheHandshake) {
-  linux_sandbox::KeptProcess::Options options;
+  KeptProcess::Options options;
   options.spawn.argv = {"/bin/sleep", "100"};
-  AIRLOCK_ASSERT_OK_AND_ASSIGN(server_, linux_sandbox::KeptProcess::Start(std::move(options)));
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(server_, KeptProcess::Start(std::move(options)));
   const auto start = std::chrono::steady_clock::now();
   auto client = McpClient::Connect(server_->stdin_fd(), server_->stdout_fd(), "silent",
                                    absl::Milliseconds(300));
@@ -219,9 +219,9 @@ TEST_F(McpClientTest, SilentServerTimesOutTheHandshake) {
 }
 
 TEST_F(McpClientTest, DeadServerIsAnErrorNotASignal) {
-  linux_sandbox::KeptProcess::Options options;
+  KeptProcess::Options options;
   options.spawn.argv = {"/bin/true"};
-  AIRLOCK_ASSERT_OK_AND_ASSIGN(server_, linux_sandbox::KeptProcess::Start(std::move(options)));
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(server_, KeptProcess::Start(std::move(options)));
   for (int i = 0; i < 500 && !server_->Exited(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
