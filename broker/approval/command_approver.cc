@@ -15,6 +15,7 @@
 #include "broker/approval/deadline.h"
 #include "broker/approval/prompt.h"
 #include "platform/base/errno_status.h"
+#include "platform/base/fd_io.h"
 #include "platform/base/scoped_fd.h"
 #include "platform/process/spawn.h"
 
@@ -22,27 +23,6 @@ extern char** environ;
 
 namespace airlock::broker {
 namespace {
-
-// write(2) to a pipe whose reader may be gone, without a SIGPIPE killing the broker when the
-// process does not ignore it: the signal is blocked in this thread and a pending one consumed.
-ssize_t WriteWithoutSigpipe(int fd, const char* data, size_t size) {
-  sigset_t pipe_set, old_set;
-  sigemptyset(&pipe_set);
-  sigaddset(&pipe_set, SIGPIPE);
-  ::pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
-  const ssize_t n = ::write(fd, data, size);
-  const int saved_errno = errno;
-  if (n < 0 && saved_errno == EPIPE) {
-    sigset_t pending;
-    if (::sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
-      const timespec zero{};
-      ::sigtimedwait(&pipe_set, nullptr, &zero);
-    }
-  }
-  ::pthread_sigmask(SIG_SETMASK, &old_set, nullptr);
-  errno = saved_errno;
-  return n;
-}
 
 void KillGroup(pid_t pid) {
   ::kill(-pid, SIGKILL);  // the group (PROG called setpgid(0, 0) before exec)

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "broker/wire_error.h"
 #include "google/protobuf/util/json_util.h"
+#include "platform/base/fd_io.h"
 #include "platform/base/status_macros.h"
 
 namespace airlock::broker {
@@ -27,33 +28,6 @@ constexpr const char* kKnownVersions[] = {"2025-06-18", "2025-03-26", "2024-11-0
 constexpr int kMethodNotFound = -32601;
 constexpr int kInvalidParams = -32602;
 constexpr char kRule[] = "mcp-protocol";
-
-// Blocks SIGPIPE on this thread while writing to a server that may be gone, and consumes a
-// SIGPIPE the write raised, so that a dead server is an EPIPE and never kills the broker.
-class SigpipeGuard {
- public:
-  SigpipeGuard() {
-    sigemptyset(&pipe_);
-    sigaddset(&pipe_, SIGPIPE);
-    ::pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
-    sigset_t pending;
-    was_pending_ = ::sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
-  }
-  ~SigpipeGuard() {
-    sigset_t pending;
-    if (!was_pending_ && ::sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
-      const timespec zero = {0, 0};
-      while (::sigtimedwait(&pipe_, nullptr, &zero) < 0 && errno == EINTR) {
-      }
-    }
-    ::pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-  }
-
- private:
-  sigset_t pipe_;
-  sigset_t old_;
-  bool was_pending_ = false;
-};
 
 // Milliseconds left until `deadline`, for poll() (at least 0, rounded up).
 int MillisecondsLeft(absl::Time deadline) {
@@ -382,10 +356,11 @@ absl::Status McpClient::Send(const Struct& message, absl::Time deadline) {
     return WireError(v1::INTERNAL, "MCP: a serialized message holds a newline");
   }
   line.push_back('\n');
-  SigpipeGuard guard;
   size_t sent = 0;
   while (sent < line.size()) {
-    const ssize_t n = ::write(to_server_fd_, line.data() + sent, line.size() - sent);
+    // A dead server is an EPIPE, never a SIGPIPE that kills the broker.
+    const ssize_t n =
+        WriteWithoutSigpipe(to_server_fd_, line.data() + sent, line.size() - sent);
     if (n > 0) {
       sent += static_cast<size_t>(n);
       continue;

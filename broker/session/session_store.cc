@@ -23,6 +23,8 @@ namespace airlock::broker {
 namespace {
 
 constexpr size_t kMaxSessionBytes = 256u << 20;
+// Tool calls and results waiting for the writer thread, at most.
+constexpr size_t kMaxQueuedEntries = 1024;
 
 absl::Status ParseLine(absl::string_view line, google::protobuf::Message* message,
                        absl::string_view origin, size_t line_number) {
@@ -213,7 +215,11 @@ SessionStore::~SessionStore() {
 absl::StatusOr<uint64_t> SessionStore::Enqueue(v1::SessionEntry entry) {
   uint64_t ticket = 0;
   {
-    std::lock_guard<std::mutex> lock(queue_mutex_);
+    std::unique_lock<std::mutex> lock(queue_mutex_);
+    // Bounded: a writer held up by the disk holds up the calls, rather than growing memory.
+    written_cv_.wait(lock, [this] {
+      return queue_.size() < kMaxQueuedEntries || !write_failure_.ok();
+    });
     if (!write_failure_.ok()) return write_failure_;
     queue_.push_back(std::move(entry));
     ticket = ++queued_;
@@ -266,8 +272,12 @@ absl::Status SessionStore::Flush() {
     ticket = queued_;
   }
   AIRLOCK_RETURN_IF_ERROR(AwaitWritten(ticket));
+  return sync_->WaitThrough(WrittenBytes());
+}
+
+uint64_t SessionStore::WrittenBytes() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return sync_->WaitThrough(size_);
+  return size_;
 }
 
 std::string SessionStore::RecordedPreset() const {
@@ -295,10 +305,7 @@ absl::StatusOr<bool> SessionStore::RecordContextIfChanged(v1::ContextSnapshot sn
   // In order with the calls queued before it, and durable before this returns.
   AIRLOCK_ASSIGN_OR_RETURN(const uint64_t ticket, Enqueue(std::move(entry)));
   AIRLOCK_RETURN_IF_ERROR(AwaitWritten(ticket));
-  {
-    std::lock_guard<std::mutex> file(mutex_);
-    AIRLOCK_RETURN_IF_ERROR(sync_->WaitThrough(size_));
-  }
+  AIRLOCK_RETURN_IF_ERROR(sync_->WaitThrough(WrittenBytes()));
   last_context_ = std::move(snapshot);
   return true;
 }

@@ -7,7 +7,8 @@
 //   written and synced before Create / RecordContextIfChanged return.
 // - Tool calls and results are handed to the store's writer thread, which serializes them (the
 //   JSON printer costs more than the write) and appends them in order, one write(2) per batch,
-//   off the call's critical path — within microseconds, so a broker killed in that window may
+//   off the call's critical path (at most 1024 wait; past that a call waits for the writer)
+//   — within microseconds, so a broker killed in that window may
 //   lose the last ones (the audit log's records of the same calls are written before the
 //   reply). Once written they are synced by a background group commit
 //   (platform/base/group_sync.h) alongside the audit log's next waited-for sync, else within
@@ -98,6 +99,8 @@ class SessionStore {
 
   // Appends `lines` with one write(2). Requires mutex_.
   absl::Status WriteLocked(const std::string& lines);
+  // How much of the file is written (size_), read under mutex_.
+  uint64_t WrittenBytes() const;
   // Hands `entry` to the writer thread; returns its ticket (the queue's count), or the first
   // write failure.
   absl::StatusOr<uint64_t> Enqueue(v1::SessionEntry entry);

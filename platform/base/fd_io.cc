@@ -1,5 +1,7 @@
 #include "platform/base/fd_io.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -8,6 +10,25 @@
 #include "platform/base/errno_status.h"
 
 namespace airlock {
+
+ssize_t WriteWithoutSigpipe(int fd, const char* data, size_t size) {
+  sigset_t pipe_set, old_set;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  ::pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
+  const ssize_t n = ::write(fd, data, size);
+  const int saved_errno = errno;
+  if (n < 0 && saved_errno == EPIPE && !sigismember(&old_set, SIGPIPE)) {
+    sigset_t pending;
+    if (::sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
+      const timespec zero{};
+      ::sigtimedwait(&pipe_set, nullptr, &zero);
+    }
+  }
+  ::pthread_sigmask(SIG_SETMASK, &old_set, nullptr);
+  errno = saved_errno;
+  return n;
+}
 
 absl::Status WriteFully(int fd, absl::string_view data, absl::string_view what) {
   while (!data.empty()) {

@@ -133,12 +133,11 @@ struct GoPipe {
     return pipe;
   }
 
-  // Says "go" once and closes the end. A sandbox that died meanwhile makes this EPIPE
-  // (SIGPIPE is ignored by the broker): nothing to do then.
+  // Says "go" once and closes the end. A sandbox that died meanwhile makes this EPIPE, never a
+  // SIGPIPE: nothing to do then, nothing will run.
   void Say() {
     if (!write_end) return;
-    const ssize_t n = ::write(write_end.get(), "go", 2);
-    (void)n;
+    (void)WriteWithoutSigpipe(write_end.get(), "go", 2);
     write_end.reset();
   }
 };
