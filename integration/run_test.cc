@@ -9,6 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "integration/harness.h"
+#include "tests/testing/temp_dir.h"
 
 namespace airlock::integration {
 namespace {
@@ -73,6 +74,28 @@ TEST_P(RunTest, ListAndReadThroughTheBroker) {
   ASSERT_EQ(result.exit_code, 0) << result;
   EXPECT_THAT(result.out, HasSubstr("\"name\":\"one.txt\""));
   EXPECT_THAT(result.out, HasSubstr("\"content\":\"1\""));
+}
+
+// The default $AIRLOCK_HOME ($HOME/.airlock) outside /tmp, where the shell sandbox must hide
+// it (and the audit log and key inside it) itself rather than rely on the private /tmp.
+TEST_P(RunTest, AShellRunsWithTheDefaultAirlockHomeHiddenFromIt) {
+  Scratch user_home(GetParam(), "/var/tmp");
+  const std::string binary = AirlockBinary(GetParam());
+  RunOptions options;
+  options.run_as = GetParam();
+  options.env = {absl::StrCat("HOME=", user_home.path()),
+                 absl::StrCat("PATH=", binary.substr(0, binary.rfind('/')), ":/usr/bin:/bin")};
+  const std::string home = user_home.Child(".airlock");
+  CommandResult result = RunAirlock(
+      {"run", "--workspace", workspace_.path(), "--preset", "workspace-write", "--mode",
+       "on-request", "--", "/bin/sh", "-c",
+       absl::StrCat("airlock tool bash --command 'ls -A ", home, "; echo listed; cat ", home,
+                    "/audit/*.jsonl; echo status=$?'")},
+      options);
+  ASSERT_EQ(result.exit_code, 0) << result;
+  EXPECT_THAT(result.out, HasSubstr("\"stdout\":\"listed\\nstatus=1\\n\"")) << result;
+  // What was hidden is there on the host: the listing was empty because it was hidden.
+  EXPECT_NE(testing::ReadFileOrMissing(home + "/audit.key"), "<missing>");
 }
 
 // Reads outside the roots are allowed by default (SPEC §1); writes are not.

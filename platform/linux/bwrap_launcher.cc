@@ -274,6 +274,13 @@ absl::StatusOr<BwrapArgv> BuildShellSandboxArgv(const ShellSandboxLayout& layout
       return IsUnder(hidden.path, r) || IsUnder(r, hidden.path);
     });
     if ((IsUnder(hidden.path, "/tmp") || IsUnder(hidden.path, "/dev")) && !under_root) continue;
+    // Below a hidden directory it is hidden already, and its mount point could not be made
+    // in that directory's empty read-only tmpfs (the audit log inside $AIRLOCK_HOME, say).
+    const bool below_hidden =
+        std::any_of(layout.hidden.begin(), layout.hidden.end(), [&](const CoveredPath& other) {
+          return other.directory && other.path != hidden.path && IsUnder(hidden.path, other.path);
+        });
+    if (below_hidden) continue;
     if (hidden.directory) {
       bwrap.Tmpfs(hidden.path).RemountRo(hidden.path);
     } else {

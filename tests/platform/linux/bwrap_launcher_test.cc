@@ -119,6 +119,24 @@ TEST(BwrapLauncherTest, HiddenPathsAreMaskedAfterTheRoots) {
   EXPECT_GT(IndexOf(o, "--tmpfs", "/w/secret"), root);
 }
 
+// $AIRLOCK_HOME and the audit log inside it: the log is hidden with its directory, and no
+// mount point is asked for inside the directory's empty read-only tmpfs (bwrap would fail).
+TEST(BwrapLauncherTest, AHiddenPathBelowAHiddenDirectoryIsNotMountedAgain) {
+  ShellSandboxLayout layout = BaseLayout();
+  layout.writable_roots = {"/w"};
+  layout.hidden = {{"/srv/u/.airlock/audit/s.jsonl", false},
+                   {"/srv/u/.airlock", true},
+                   {"/srv/u/.airlock/audit", true},
+                   {"/srv/u/.airlock-other", false}};
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(BwrapArgv argv,
+                               BuildShellSandboxArgv(layout, {.argv = {"true"}}, "/usr/bin/bash"));
+  const auto& o = argv.options;
+  EXPECT_GE(IndexOf(o, "--tmpfs", "/srv/u/.airlock"), 0);
+  EXPECT_EQ(IndexOf(o, "--tmpfs", "/srv/u/.airlock/audit"), -1);
+  EXPECT_EQ(IndexOf(o, "--ro-bind", "/srv/u/.airlock/audit/s.jsonl"), -1);
+  EXPECT_GE(IndexOf(o, "--ro-bind", "/srv/u/.airlock-other"), 0);  // a sibling, not below
+}
+
 TEST(BwrapLauncherTest, CommandLookingLikeOptionsStaysAfterTheDoubleDash) {
   ShellSandboxLayout layout = BaseLayout();
   layout.readonly_roots = {"/w"};
