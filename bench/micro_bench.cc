@@ -1,5 +1,6 @@
 // Micro benchmarks of the broker's hot paths (Google Benchmark): the frame codec, path
-// canonicalization, one policy decision, an audit append without fsync, and SHA-256.
+// canonicalization, one policy decision, an audit append without fsync, SHA-256, and the
+// shell sandbox's protected-path scan of a workspace.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include "benchmark/benchmark.h"
 #include "broker/audit/audit_key.h"
 #include "broker/audit/audit_log.h"
+#include "broker/exec/protection_plan.h"
 #include "broker/fs/digest.h"
 #include "broker/fs/path_resolver.h"
 #include "broker/policy/decision.h"
@@ -116,6 +118,26 @@ void BM_Sha256(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * data.size());
 }
 BENCHMARK(BM_Sha256)->Arg(4096)->Arg(1 << 20);
+
+// A workspace of `range(0)` plain directories (ten per parent, two levels deep) and one nested
+// repository: the scan every workspace-write shell call makes before bwrap starts.
+void BM_ProtectionScan(benchmark::State& state) {
+  testing::TempDir workspace;
+  const int directories = static_cast<int>(state.range(0));
+  for (int i = 0; i < directories / 10; ++i) {
+    const std::string parent = workspace.Child(absl::StrCat("d", i));
+    ::mkdir(parent.c_str(), 0755);
+    for (int j = 0; j < 9; ++j) ::mkdir(absl::StrCat(parent, "/s", j).c_str(), 0755);
+  }
+  ::mkdir(workspace.Child("d0/s0/.git").c_str(), 0755);
+  for (auto _ : state) {
+    auto plan = broker::PlanProtection({workspace.path()}, {});
+    if (!plan.ok()) state.SkipWithError("the scan failed");
+    benchmark::DoNotOptimize(plan);
+  }
+  state.SetItemsProcessed(state.iterations() * directories);
+}
+BENCHMARK(BM_ProtectionScan)->Arg(100)->Arg(2000)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace airlock

@@ -44,6 +44,22 @@ bool IsFileEntry(absl::string_view entry) {
   return false;
 }
 
+// The shared list, split into components once.
+struct ProtectedEntry {
+  std::vector<std::string> parts;
+  bool file = false;
+};
+const std::vector<ProtectedEntry>& ProtectedEntries() {
+  static const std::vector<ProtectedEntry>* const entries = [] {
+    auto* split = new std::vector<ProtectedEntry>;
+    for (const std::string& entry : profiles::ProtectedRelativePaths()) {
+      split->push_back({absl::StrSplit(entry, '/'), IsFileEntry(entry)});
+    }
+    return split;
+  }();
+  return *entries;
+}
+
 bool IsUnder(absl::string_view path, absl::string_view dir) {
   if (dir == "/") return true;
   return absl::StartsWith(path, dir) && path.size() > dir.size() && path[dir.size()] == '/';
@@ -192,9 +208,12 @@ class Planner {
       std::set<std::string> names;
       for (const auto& entry : entries) names.insert(entry.first);
       const bool repository_top = dir == root || names.count(".git") != 0;
-      for (const std::string& entry : profiles::ProtectedRelativePaths()) {
-        std::vector<std::string> parts = absl::StrSplit(entry, '/');
-        Check(root, dir, parts, repository_top, IsFileEntry(entry));
+      for (const ProtectedEntry& entry : ProtectedEntries()) {
+        // Below a repository top only what exists needs protecting, and the listing just
+        // said what exists: no lookup for the other names (a scan of a large tree is
+        // mostly such directories).
+        if (!repository_top && names.count(entry.parts.front()) == 0) continue;
+        Check(root, dir, entry.parts, repository_top, entry.file);
       }
       if (names.count("HEAD") && names.count("objects") && names.count("refs")) {
         Check(root, dir, {"hooks"}, true, false);
