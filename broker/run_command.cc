@@ -13,10 +13,12 @@
 #include <vector>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "airlock/v1/control.pb.h"
 #include "broker/approval/approver.h"
+#include "platform/base/canonical_path.h"
 #include "broker/audit/audit_key.h"
 #include "broker/audit/audit_log.h"
 #include "broker/control/control_server.h"
@@ -73,6 +75,11 @@ absl::StatusOr<std::string> CanonicalDirectory(const std::string& path) {
   char resolved[PATH_MAX];
   if (::realpath(path.c_str(), resolved) == nullptr) return LastErrnoStatus("resolve", path);
   return std::string(resolved);
+}
+
+std::string CurrentDirectory() {
+  char cwd[PATH_MAX];
+  return ::getcwd(cwd, sizeof(cwd)) != nullptr ? std::string(cwd) : std::string();
 }
 
 absl::Status EnsurePrivateDirectory(const std::string& dir) {
@@ -183,7 +190,10 @@ v1::ControlResponse HandleControl(Broker& broker, const v1::ControlRequest& requ
 
 absl::StatusOr<int> Run(const RunOptions& options) {
   Broker broker;
-  AIRLOCK_ASSIGN_OR_RETURN(broker.home, audit::ResolveAirlockHome());
+  AIRLOCK_ASSIGN_OR_RETURN(std::string home, audit::ResolveAirlockHome());
+  // Canonical (a relative $AIRLOCK_HOME, a $HOME reached through a link): it is hidden from
+  // every sandbox by mounting over exactly this path.
+  AIRLOCK_ASSIGN_OR_RETURN(broker.home, CanonicalMaybeMissing(home, CurrentDirectory()));
   AIRLOCK_RETURN_IF_ERROR(EnsurePrivateDirectory(broker.home));
   AIRLOCK_ASSIGN_OR_RETURN(v1::Settings settings, LoadSettings(broker.home + "/settings.json"));
   const std::string sessions_dir = broker.home + "/sessions";
@@ -221,8 +231,21 @@ absl::StatusOr<int> Run(const RunOptions& options) {
     builder.AddRoot(canonical);
     roots.push_back(canonical);
   }
-  std::vector<std::string> protect(settings.protect().begin(), settings.protect().end());
-  protect.insert(protect.end(), options.policy.protect.begin(), options.policy.protect.end());
+  // Relative ones against the workspace; canonical, so that the shell's mounts and the file
+  // tools' fences both find them when given through a link.
+  std::vector<std::string> requested_protect(settings.protect().begin(),
+                                             settings.protect().end());
+  requested_protect.insert(requested_protect.end(), options.policy.protect.begin(),
+                           options.policy.protect.end());
+  std::vector<std::string> protect;
+  for (const std::string& path : requested_protect) {
+    absl::StatusOr<std::string> canonical = CanonicalMaybeMissing(path, workspace);
+    if (!canonical.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("protected path: ", canonical.status().message()));
+    }
+    protect.push_back(*std::move(canonical));
+  }
   for (const std::string& path : protect) builder.AddProtectedPath(path);
   AIRLOCK_ASSIGN_OR_RETURN(Policy policy, builder.Build());
 
@@ -251,14 +274,26 @@ absl::StatusOr<int> Run(const RunOptions& options) {
     std::cerr << "airlock: audit: " << broker.audit->recovery_detail() << "\n";
   }
 
-  // Broker state no tool, shell or worker may touch (SPEC §5, §9).
-  std::vector<std::string> secrets = {broker.home, audit_path};
-  if (!key.path.empty()) secrets.push_back(key.path);
-  if (!options.control_socket.empty()) {
-    const size_t slash = options.control_socket.rfind('/');
-    if (slash != std::string::npos && slash > 0) {
-      secrets.push_back(options.control_socket.substr(0, slash));
-    }
+  // Broker state no tool, shell or worker may touch (SPEC §5, §9), canonical (bwrap mounts
+  // over exactly these paths): the home, the log and key wherever they are, and the
+  // directories of the control and approval sockets — a sandbox allowed Unix sockets could
+  // otherwise answer its own approvals or change the preset.
+  std::vector<std::string> requested_secrets = {broker.home, audit_path};
+  if (!key.path.empty()) requested_secrets.push_back(key.path);
+  const std::string approver_spec = FirstOf(options.approver, settings.approver());
+  for (const std::string& socket :
+       {options.control_socket,
+        absl::StartsWith(approver_spec, "socket:") ? approver_spec.substr(7) : std::string()}) {
+    const size_t slash = socket.rfind('/');
+    if (socket.empty()) continue;
+    requested_secrets.push_back(slash == std::string::npos ? std::string(".")
+                                : slash == 0               ? std::string("/")
+                                                           : socket.substr(0, slash));
+  }
+  std::vector<std::string> secrets;
+  for (const std::string& path : requested_secrets) {
+    AIRLOCK_ASSIGN_OR_RETURN(std::string canonical, CanonicalMaybeMissing(path, CurrentDirectory()));
+    secrets.push_back(std::move(canonical));
   }
 
   ShellRunnerOptions shell_options;

@@ -1,6 +1,7 @@
 // `airlock run` end to end: the worker's processes open their own channels, the broker serves
 // many at once, hostile channels lose only themselves, and the worker dies with the broker.
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <string>
@@ -32,6 +33,18 @@ class RunTest : public ::testing::TestWithParam<RunAs> {
     options.env.push_back(absl::StrCat("PATH=", dir, ":/usr/bin:/bin"));
     return RunAirlock({"run", "--workspace", workspace_.path(), "--", "/bin/sh", "-c", script},
                       options);
+  }
+
+  // The same with options before `--`.
+  CommandResult RunScriptWith(const std::vector<std::string>& run_options,
+                              const std::string& script) {
+    const std::string binary = AirlockBinary(GetParam());
+    RunOptions options = Options();
+    options.env.push_back(absl::StrCat("PATH=", binary.substr(0, binary.rfind('/')), ":/usr/bin:/bin"));
+    std::vector<std::string> argv = {"run", "--workspace", workspace_.path()};
+    argv.insert(argv.end(), run_options.begin(), run_options.end());
+    argv.insert(argv.end(), {"--", "/bin/sh", "-c", script});
+    return RunAirlock(argv, options);
   }
 
   Scratch workspace_{GetParam()};
@@ -96,6 +109,48 @@ TEST_P(RunTest, AShellRunsWithTheDefaultAirlockHomeHiddenFromIt) {
   EXPECT_THAT(result.out, HasSubstr("\"stdout\":\"listed\\nstatus=1\\n\"")) << result;
   // What was hidden is there on the host: the listing was empty because it was hidden.
   EXPECT_NE(testing::ReadFileOrMissing(home + "/audit.key"), "<missing>");
+}
+
+// Broker state reached through links or relative paths is hidden all the same, and a
+// --protect path given through a link or relative to the workspace protects in the shell
+// as it does for the file tools.
+TEST_P(RunTest, LinkedAndRelativePathsProtectAndHideWhatTheyName) {
+  Scratch base(GetParam(), "/var/tmp");
+  base.MakeDir("home");
+  base.MakeDir("ws/secrets");
+  base.Write("ws/secrets/api.key", "original");
+  ASSERT_EQ(::symlink(base.Child("home").c_str(), base.Child("home-link").c_str()), 0);
+  ASSERT_EQ(::symlink(base.Child("ws").c_str(), base.Child("ws-link").c_str()), 0);
+  const std::string binary = AirlockBinary(GetParam());
+  RunOptions options;
+  options.run_as = GetParam();
+  options.env = {absl::StrCat("HOME=", base.Child("home-link")),
+                 absl::StrCat("PATH=", binary.substr(0, binary.rfind('/')), ":/usr/bin:/bin")};
+  CommandResult result = RunAirlock(
+      {"run", "--workspace", base.Child("ws-link"), "--preset", "workspace-write", "--mode",
+       "on-request", "--protect", "secrets", "--protect", base.Child("ws-link/more"), "--",
+       "/bin/sh", "-c",
+       absl::StrCat("airlock tool bash --command 'echo stolen > secrets/api.key; mkdir more; "
+                    "ls -A ", base.Child("home/.airlock"), "; echo listed'")}, options);
+  ASSERT_EQ(result.exit_code, 0) << result;
+  EXPECT_THAT(result.out, HasSubstr("\"stdout\":\"listed\\n\"")) << result;
+  EXPECT_EQ(testing::ReadFileOrMissing(base.Child("ws/secrets/api.key")), "original");
+  struct stat st;
+  EXPECT_NE(::stat(base.Child("ws/more").c_str(), &st), 0) << "a missing --protect path stays uncreatable";
+}
+
+// The approval socket's directory is broker state: a shell allowed Unix sockets must not reach
+// it, or it could answer its own approvals.
+TEST_P(RunTest, TheApprovalSocketIsHiddenFromShellsAllowedUnixSockets) {
+  Scratch sockets(GetParam(), "/var/tmp");
+  const std::string socket = sockets.Child("approve/a.sock");
+  CommandResult result = RunScriptWith(
+      {"--preset", "workspace-write", "--mode", "on-request", "--allow-unix-sockets",
+       "--approver", "socket:" + socket},
+      absl::StrCat("airlock tool bash --command 'test -e ", socket,
+                   " && echo visible || echo hidden'"));
+  ASSERT_EQ(result.exit_code, 0) << result;
+  EXPECT_THAT(result.out, HasSubstr("\"stdout\":\"hidden\\n\"")) << result;
 }
 
 // Reads outside the roots are allowed by default (SPEC §1); writes are not.
