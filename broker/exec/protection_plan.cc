@@ -17,11 +17,13 @@
 #include <thread>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "broker/wire_error.h"
+#include "platform/base/fd_io.h"
 #include "platform/base/scoped_fd.h"
 #include "profiles/protected_paths.h"
 
@@ -36,8 +38,8 @@ using linux_sandbox::CoveredPath;
 // empty directory, which blocks creating a file there just as well.
 bool IsFileEntry(absl::string_view entry) {
   static constexpr absl::string_view kFileEntries[] = {
-      ".git/config", ".gitmodules", ".gitconfig", ".bashrc", ".bash_profile",
-      ".profile",    ".zshrc",      ".zprofile",  ".envrc",  ".mcp.json"};
+      ".git/config", ".git/commondir", ".gitmodules", ".gitconfig", ".bashrc", ".bash_profile",
+      ".profile",    ".zshrc",         ".zprofile",   ".envrc",     ".mcp.json"};
   for (absl::string_view file : kFileEntries) {
     if (entry == file) return true;
   }
@@ -48,12 +50,19 @@ bool IsFileEntry(absl::string_view entry) {
 struct ProtectedEntry {
   std::vector<std::string> parts;
   bool file = false;
+  std::string content;  // CoveredPath::content of its mask
 };
+
+// What a missing `commondir` is masked with: git reads the file as a path relative to the git
+// directory, so "." names the git directory itself — the same as no file (an empty file, or a
+// directory, would make every git command fail, in the sandbox and on the host).
+constexpr char kSameCommonDir[] = ".\n";
 const std::vector<ProtectedEntry>& ProtectedEntries() {
   static const std::vector<ProtectedEntry>* const entries = [] {
     auto* split = new std::vector<ProtectedEntry>;
     for (const std::string& entry : profiles::ProtectedRelativePaths()) {
-      split->push_back({absl::StrSplit(entry, '/'), IsFileEntry(entry)});
+      split->push_back({absl::StrSplit(entry, '/'), IsFileEntry(entry),
+                        entry == ".git/commondir" ? kSameCommonDir : ""});
     }
     return split;
   }();
@@ -146,6 +155,14 @@ bool IsMaskAsideName(absl::string_view name) {
   return true;
 }
 
+bool HoldsExactly(const std::string& path, const std::string& content) {
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) return false;
+  std::string read(content.size() + 1, '\0');
+  const ssize_t n = ::read(fd.get(), read.data(), read.size());
+  return n == static_cast<ssize_t>(content.size()) && read.compare(0, content.size(), content) == 0;
+}
+
 bool IsEmptyDirectory(const std::string& path) {
   ScopedFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd) return false;
@@ -213,19 +230,29 @@ class Planner {
         // said what exists: no lookup for the other names (a scan of a large tree is
         // mostly such directories).
         if (!repository_top && names.count(entry.parts.front()) == 0) continue;
-        Check(root, dir, entry.parts, repository_top, entry.file);
+        Check(root, dir, entry.parts, repository_top, entry.file, entry.content);
       }
+      if (repository_top && names.count(".git") != 0) ProtectWorktreeConfig(root, dir + "/.git");
+      // A git directory anywhere (a bare repository, a submodule's under .git/modules): what
+      // git runs or reads its configuration from. A linked worktree's (HEAD and commondir)
+      // takes hooks and config from its common directory: its commondir is what matters.
       if (names.count("HEAD") && names.count("objects") && names.count("refs")) {
         Check(root, dir, {"hooks"}, true, false);
         Check(root, dir, {"config"}, true, true);
+        Check(root, dir, {"commondir"}, true, true, kSameCommonDir);
+        ProtectWorktreeConfig(root, dir);
+      } else if (names.count("HEAD") && names.count("commondir")) {
+        Check(root, dir, {"commondir"}, true, true);
+        ProtectWorktreeConfig(root, dir);
       }
       for (const auto& [name, type] : entries) {
         if (type != DT_DIR) continue;
         const std::string child = absl::StrCat(dir == "/" ? "" : dir, "/", name);
-        if (IsMaskAsideName(name)) {
+        if (IsMaskAsideName(name) && IsEmptyDirectory(child)) {
           // A mask directory renamed aside whose removal never ran (the broker was killed
           // first), or one queued by this process: removed in the background if it is still
-          // empty (rmdir), left alone otherwise. Nothing in it to protect or scan.
+          // empty (rmdir). Nothing in it to protect or scan. One that is not empty is an
+          // ordinary directory of the root now (someone wrote into it) and is scanned.
           Reaper().Remove(child);
           continue;
         }
@@ -265,8 +292,8 @@ class Planner {
     for (const std::string& path : read_only_) {
       if (!covered(path)) plan.read_only.push_back(path);
     }
-    for (const auto& [path, directory] : masks_) {
-      if (!covered(path)) plan.masks.push_back({path, directory});
+    for (const auto& [path, mask] : masks_) {
+      if (!covered(path)) plan.masks.push_back(mask);
     }
     return plan;
   }
@@ -313,20 +340,21 @@ class Planner {
 
   // Walks `parts` below `dir` and records how the protected path is kept read-only.
   void Check(const std::string& root, const std::string& dir,
-             const std::vector<std::string>& parts, bool mask_missing, bool file_entry) {
+             const std::vector<std::string>& parts, bool mask_missing, bool file_entry,
+             const std::string& content = std::string()) {
     std::string current = dir;
     for (size_t i = 0; i < parts.size(); ++i) {
       const std::string path = absl::StrCat(current == "/" ? "" : current, "/", parts[i]);
       const bool last = i + 1 == parts.size();
       struct stat st;
       if (MaskInUse(path)) {
-        AddMask(root, path, !last || !file_entry);
+        AddMask(root, path, !last || !file_entry, last ? content : std::string());
         return;
       }
       if (::lstat(path.c_str(), &st) != 0) {
         if (errno == ENOENT) {
           if (i == 0 && !mask_missing) return;
-          AddMask(root, path, !last || !file_entry);
+          AddMask(root, path, !last || !file_entry, last ? content : std::string());
         } else {
           CoverDirectory(root, current);
         }
@@ -356,8 +384,22 @@ class Planner {
   void CoverDirectory(const std::string& root, const std::string& dir) {
     AddReadOnly(root, dir);
   }
-  void AddMask(const std::string& root, const std::string& path, bool directory) {
-    masks_.emplace(path, directory);
+  // `config.worktree` is read only where the repository's (protected) config enables
+  // extensions.worktreeConfig (sparse checkouts do): then it is protected like config.
+  void ProtectWorktreeConfig(const std::string& root, const std::string& git_dir) {
+    ScopedFd fd(::open((git_dir + "/config").c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd) return;
+    std::string config(65536, '\0');
+    const ssize_t n = ::read(fd.get(), config.data(), config.size());
+    if (n <= 0) return;
+    config.resize(static_cast<size_t>(n));
+    if (!absl::StrContains(absl::AsciiStrToLower(config), "worktreeconfig")) return;
+    Check(root, git_dir, {"config.worktree"}, true, true);
+  }
+
+  void AddMask(const std::string& root, const std::string& path, bool directory,
+               const std::string& content) {
+    masks_.emplace(path, CoveredPath{path, directory, content});
     AddParents(root, path);
   }
 
@@ -365,7 +407,7 @@ class Planner {
   size_t directories_ = 0;
   std::set<std::string> self_binds_;
   std::set<std::string> read_only_;
-  std::map<std::string, bool> masks_;
+  std::map<std::string, CoveredPath> masks_;
 };
 
 }  // namespace
@@ -387,7 +429,15 @@ absl::StatusOr<ProtectionPlan> PlanProtection(const std::vector<std::string>& wr
 
 void AcquireMasks(const std::vector<CoveredPath>& masks) {
   std::lock_guard<std::mutex> lock(RegistryMutex());
-  for (const CoveredPath& mask : masks) ++Registry()[mask.path];
+  for (const CoveredPath& mask : masks) {
+    if (++Registry()[mask.path] == 1 && !mask.content.empty()) {
+      // Made here rather than by bwrap (which would leave it empty meanwhile). One that is
+      // there already (made since the plan) is covered as it is: bwrap binds it read-only.
+      ScopedFd fd(::open(mask.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                         0444));
+      if (fd) (void)WriteFully(fd.get(), mask.content, mask.path);
+    }
+  }
 }
 
 void ReleaseMasks(const std::vector<CoveredPath>& masks) {
@@ -398,8 +448,14 @@ void ReleaseMasks(const std::vector<CoveredPath>& masks) {
     Registry().erase(it);
     struct stat st;
     if (::lstat(mask.path.c_str(), &st) != 0) continue;
-    // Only what bwrap made: an empty directory, or an empty regular file.
-    if (S_ISREG(st.st_mode) && st.st_size == 0) {
+    // Only what bwrap or AcquireMasks made: an empty directory, an empty regular file, or one
+    // holding exactly the mask's content.
+    if (!mask.content.empty()) {
+      if (S_ISREG(st.st_mode) && static_cast<size_t>(st.st_size) == mask.content.size() &&
+          HoldsExactly(mask.path, mask.content)) {
+        ::unlink(mask.path.c_str());
+      }
+    } else if (S_ISREG(st.st_mode) && st.st_size == 0) {
       ::unlink(mask.path.c_str());
     } else if (S_ISDIR(st.st_mode) && IsEmptyDirectory(mask.path)) {
       // Freeing a directory's block can wait for the disk (a synchronous discard on file

@@ -258,6 +258,10 @@ absl::StatusOr<BwrapArgv> BuildShellSandboxArgv(const ShellSandboxLayout& layout
   std::vector<Cover> covers;
   for (const std::string& path : layout.read_only) covers.push_back({path, path});
   for (const CoveredPath& mask : layout.masks) {
+    if (!mask.content.empty()) {
+      covers.push_back({mask.path, mask.path});
+      continue;
+    }
     const std::string& source = mask.directory ? layout.empty_dir : layout.empty_file;
     if (source.empty()) return absl::InvalidArgumentError("sandbox: no mask source");
     covers.push_back({mask.path, source});

@@ -34,6 +34,10 @@ namespace airlock::linux_sandbox {
 struct CoveredPath {
   std::string path;
   bool directory = true;
+  // A file mask whose mount point the broker makes itself with this content (not empty, so
+  // that host programs reading the path meanwhile see it too) and binds read-only onto
+  // itself: `.git/commondir` holding ".", which git reads as "no other common directory".
+  std::string content;
 };
 
 // Where everything goes inside the sandbox. All paths are canonical host paths.

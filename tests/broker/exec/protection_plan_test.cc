@@ -238,5 +238,81 @@ TEST(ProtectionPlanTest, TheAsideNameIsNotProtected) {
   EXPECT_EQ(profiles::MatchProtected(std::string(kMaskAsidePrefix) + "0123456789abcdef"), "");
 }
 
+
+
+std::string ContentOfMask(const ProtectionPlan& plan, const std::string& path) {
+  for (const auto& mask : plan.masks) {
+    if (mask.path == path) return mask.content;
+  }
+  return "<no mask>";
+}
+
+void MakeGitDir(const std::string& dir) {
+  ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0) << dir;
+  ASSERT_EQ(::mkdir((dir + "/objects").c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir((dir + "/refs").c_str(), 0755), 0);
+  WriteFileOrDie(dir + "/HEAD", "ref: refs/heads/main\n");
+}
+
+// git takes hooks and config from the directory `commondir` names: a missing one is masked
+// with a file saying "." (the git directory itself, which git reads as no redirection) in
+// the repository and in every git directory found; an existing one is read-only.
+TEST(ProtectionPlanTest, CommondirIsMaskedWithTheGitDirectoryItself) {
+  TempDir root;
+  MakeGitDir(root.Child(".git"));
+  ASSERT_EQ(::mkdir(root.Child(".git/modules").c_str(), 0755), 0);
+  MakeGitDir(root.Child(".git/modules/lib"));
+  ASSERT_EQ(::mkdir(root.Child(".git/worktrees").c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(root.Child(".git/worktrees/wt").c_str(), 0755), 0);
+  WriteFileOrDie(root.Child(".git/worktrees/wt/HEAD"), "ref: refs/heads/wt\n");
+  WriteFileOrDie(root.Child(".git/worktrees/wt/commondir"), "../..\n");
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(ProtectionPlan plan, PlanProtection({root.path()}, {}));
+  EXPECT_EQ(ContentOfMask(plan, root.Child(".git/commondir")), ".\n");
+  EXPECT_EQ(ContentOfMask(plan, root.Child(".git/modules/lib/commondir")), ".\n");
+  EXPECT_THAT(plan.read_only, Contains(root.Child(".git/worktrees/wt/commondir")));
+  // A linked worktree's git directory takes hooks and config from its common directory.
+  EXPECT_FALSE(HasAnyMask(plan, root.Child(".git/worktrees/wt/hooks")));
+}
+
+TEST(ProtectionPlanTest, ConfigWorktreeIsProtectedWhereTheConfigEnablesIt) {
+  TempDir root;
+  MakeGitDir(root.Child(".git"));
+  WriteFileOrDie(root.Child(".git/config"), "[core]\n\tbare = false\n");
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(ProtectionPlan plan, PlanProtection({root.path()}, {}));
+  EXPECT_FALSE(HasAnyMask(plan, root.Child(".git/config.worktree")));
+  WriteFileOrDie(root.Child(".git/config"), "[extensions]\n\tworktreeConfig = true\n");
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(plan, PlanProtection({root.path()}, {}));
+  EXPECT_TRUE(HasMask(plan, root.Child(".git/config.worktree"), false));
+}
+
+// The mount point of a content mask is made by AcquireMasks with its content, so that host
+// git reading it meanwhile sees "." too, and removed at release only if it still says so.
+TEST(ProtectionPlanTest, AContentMaskIsMadeWithItsContentAndRemovedOnlyIfUnchanged) {
+  TempDir root;
+  const linux_sandbox::CoveredPath mask{root.Child("commondir"), false, ".\n"};
+  AcquireMasks({mask});
+  EXPECT_EQ(testing::ReadFileOrMissing(mask.path), ".\n");
+  ReleaseMasks({mask});
+  EXPECT_NE(::access(mask.path.c_str(), F_OK), 0);
+  AcquireMasks({mask});
+  ::chmod(mask.path.c_str(), 0644);
+  WriteFileOrDie(mask.path, "../evil\n");
+  ReleaseMasks({mask});
+  EXPECT_EQ(testing::ReadFileOrMissing(mask.path), "../evil\n") << "not ours any more: left";
+}
+
+// A directory with a mask's aside name that someone filled is an ordinary directory: it is
+// scanned like any other, nested repositories in it included.
+TEST(ProtectionPlanTest, AFilledAsideDirectoryIsScanned) {
+  TempDir root;
+  const std::string aside = root.Child(std::string(kMaskAsidePrefix) + "0123456789abcdef");
+  ASSERT_EQ(::mkdir(aside.c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir((aside + "/r").c_str(), 0755), 0);
+  MakeGitDir(aside + "/r/.git");
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(ProtectionPlan plan, PlanProtection({root.path()}, {}));
+  EXPECT_TRUE(HasMask(plan, aside + "/r/.git/hooks", true));
+  EXPECT_TRUE(HasMask(plan, aside + "/r/.envrc", false));
+}
+
 }  // namespace
 }  // namespace airlock::broker

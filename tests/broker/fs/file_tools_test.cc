@@ -72,6 +72,13 @@ TEST_P(FileToolsTest, WriteHandlesEveryPathCase) {
       {"hook_link", v1::PROTECTED_PATH, "$B/ws/.git/hooks/pre-commit"},
       {"hook_dangling", v1::PROTECTED_PATH, "$B/ws/.git/hooks/post-merge"},
       {"git_link/config", v1::PROTECTED_PATH, "$B/ws/.git/config"},
+      // Whatever redirects git's hooks and configuration: a commondir, a submodule's git
+      // directory under .git/modules, a gitfile (`sub/.git` naming another git directory).
+      {".git/commondir", v1::PROTECTED_PATH, "protected:.git/commondir"},
+      {".git/config.worktree", v1::PROTECTED_PATH, "protected:.git"},
+      {".git/modules/lib/config", v1::PROTECTED_PATH, "protected:.git"},
+      {".git/modules/lib/hooks/post-checkout", v1::PROTECTED_PATH, "protected:.git"},
+      {"vendor/lib/.git", v1::PROTECTED_PATH, "protected:.git"},
       {"sub/.vscode/settings.json", v1::PROTECTED_PATH, "protected:.vscode"},
       {"deep/er/.bashrc", v1::PROTECTED_PATH, "protected:.bashrc"},
       {".airlock/x", v1::PROTECTED_PATH, "protected:.airlock"},
