@@ -30,4 +30,11 @@ std::string MatchProtected(absl::string_view relative) {
   return std::string();
 }
 
+bool HasGitComponent(absl::string_view path) {
+  for (absl::string_view component : absl::StrSplit(path, '/', absl::SkipEmpty())) {
+    if (component == ".git") return true;
+  }
+  return false;
+}
+
 }  // namespace airlock::profiles

@@ -19,6 +19,9 @@ const std::vector<std::string>& ProtectedRelativePaths();
 // ("protected:.git/hooks"); else an empty string. Case-sensitive, component-wise.
 std::string MatchProtected(absl::string_view relative);
 
+// Whether a component of `path` is `.git`: inside a git directory, or a gitfile.
+bool HasGitComponent(absl::string_view path);
+
 }  // namespace airlock::profiles
 
 #endif  // PROFILES_PROTECTED_PATHS_H_

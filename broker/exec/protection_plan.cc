@@ -266,6 +266,8 @@ class Planner {
     return absl::OkStatus();
   }
 
+  void ProtectWhole(const std::string& root) { read_only_.insert(root); }
+
   void ProtectExplicit(const std::string& path, const std::string& root) {
     if (IsAtOrUnder(root, path)) {
       read_only_.insert(root);
@@ -419,6 +421,13 @@ absl::StatusOr<ProtectionPlan> PlanProtection(const std::vector<std::string>& wr
   for (const std::string& root : writable_roots) {
     if (root.empty() || root[0] != '/') {
       return absl::InvalidArgumentError(absl::StrCat("root '", root, "' is not absolute"));
+    }
+    // A root that itself lies in protected storage (a workspace under ~/.vscode/) is
+    // protected whole, as the file tools' fences have it.
+    const absl::string_view below_slash = absl::string_view(root).substr(1);
+    if (!profiles::MatchProtected(below_slash).empty() || profiles::HasGitComponent(root)) {
+      planner.ProtectWhole(root);
+      continue;
     }
     absl::Status status = planner.ScanRoot(root);
     if (!status.ok()) return status;

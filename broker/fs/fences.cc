@@ -1,7 +1,6 @@
 #include "broker/fs/fences.h"
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "broker/fs/path_resolver.h"
 #include "profiles/protected_paths.h"
 
@@ -17,13 +16,6 @@ absl::StatusOr<std::vector<std::string>> CanonicalAll(const std::vector<std::str
     out.push_back(resolved->canonical);
   }
   return out;
-}
-
-bool HasGitComponent(absl::string_view canonical) {
-  for (absl::string_view component : absl::StrSplit(canonical, '/', absl::SkipEmpty())) {
-    if (component == ".git") return true;
-  }
-  return false;
 }
 
 }  // namespace
@@ -64,7 +56,7 @@ Classification Fences::Classify(const std::string& canonical, absl::string_view 
     // host takes hooks and configuration from where `commondir`, a gitfile or a submodule's
     // `.git/modules/…/config` point, so for the file tools every `.git` component is
     // protected. (Shells get the precise list, protection_plan.h: git itself writes there.)
-    if (rule.empty() && HasGitComponent(canonical)) rule = "protected:.git";
+    if (rule.empty() && profiles::HasGitComponent(canonical)) rule = "protected:.git";
     if (!rule.empty()) {
       result.target_class = TargetClass::kProtected;
       result.rule = std::move(rule);

@@ -314,5 +314,19 @@ TEST(ProtectionPlanTest, AFilledAsideDirectoryIsScanned) {
   EXPECT_TRUE(HasMask(plan, aside + "/r/.envrc", false));
 }
 
+// A workspace inside a protected name is protected whole, as the file tools have it.
+TEST(ProtectionPlanTest, ARootInsideAProtectedNameIsReadOnlyWhole) {
+  TempDir base;
+  const std::string root = base.Child(".vscode/extensions/mine");
+  ASSERT_EQ(::mkdir(base.Child(".vscode").c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(base.Child(".vscode/extensions").c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(root.c_str(), 0755), 0);
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(ProtectionPlan plan, PlanProtection({root}, {}));
+  EXPECT_THAT(plan.read_only, Contains(root));
+  EXPECT_TRUE(plan.masks.empty());
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(plan, PlanProtection({base.Child(".vscode")}, {}));
+  EXPECT_THAT(plan.read_only, Contains(base.Child(".vscode")));
+}
+
 }  // namespace
 }  // namespace airlock::broker
