@@ -32,18 +32,14 @@ namespace {
 
 using linux_sandbox::CoveredPath;
 
-// Entries of the shared list that name files: a missing one is masked by an empty read-only
-// file, so that programs reading it (git reads .gitmodules and .git/config) see an empty file
-// rather than a directory. Every other entry, and any entry added to the list later, gets an
-// empty directory, which blocks creating a file there just as well.
+// How a missing protected name is masked. An empty read-only directory blocks creating a
+// file there just as well as a file would, and git ignores it: an empty placeholder *file*
+// at `.bashrc`, `.envrc`, … would be picked up by `git add -A` inside the sandbox and
+// committed. Files only where a reader needs one: `.git/config` and `.git/commondir` (git
+// reads both, never tracks them), and `.gitconfig` in the sandbox's HOME, which git reads as
+// its global configuration (a directory there makes every git command fail).
 bool IsFileEntry(absl::string_view entry) {
-  static constexpr absl::string_view kFileEntries[] = {
-      ".git/config", ".git/commondir", ".gitmodules", ".gitconfig", ".bashrc", ".bash_profile",
-      ".profile",    ".zshrc",         ".zprofile",   ".envrc",     ".mcp.json"};
-  for (absl::string_view file : kFileEntries) {
-    if (entry == file) return true;
-  }
-  return false;
+  return entry == ".git/config" || entry == ".git/commondir";
 }
 
 // The shared list, split into components once.
@@ -205,7 +201,8 @@ bool MaskInUse(const std::string& path) {
 
 class Planner {
  public:
-  explicit Planner(const ProtectionLimits& limits) : limits_(limits) {}
+  Planner(const ProtectionLimits& limits, std::string home)
+      : limits_(limits), home_(std::move(home)) {}
 
   absl::Status ScanRoot(const std::string& root) {
     std::deque<std::pair<std::string, size_t>> queue = {{root, 0}};
@@ -230,7 +227,8 @@ class Planner {
         // said what exists: no lookup for the other names (a scan of a large tree is
         // mostly such directories).
         if (!repository_top && names.count(entry.parts.front()) == 0) continue;
-        Check(root, dir, entry.parts, repository_top, entry.file, entry.content);
+        const bool file = entry.file || (entry.parts.front() == ".gitconfig" && dir == home_);
+        Check(root, dir, entry.parts, repository_top, file, entry.content);
       }
       if (repository_top && names.count(".git") != 0) ProtectWorktreeConfig(root, dir + "/.git");
       // A git directory anywhere (a bare repository, a submodule's under .git/modules): what
@@ -406,6 +404,7 @@ class Planner {
   }
 
   ProtectionLimits limits_;
+  std::string home_;  // the sandbox's HOME, canonical, or empty
   size_t directories_ = 0;
   std::set<std::string> self_binds_;
   std::set<std::string> read_only_;
@@ -416,8 +415,9 @@ class Planner {
 
 absl::StatusOr<ProtectionPlan> PlanProtection(const std::vector<std::string>& writable_roots,
                                               const std::vector<std::string>& protected_paths,
-                                              const ProtectionLimits& limits) {
-  Planner planner(limits);
+                                              const ProtectionLimits& limits,
+                                              const std::string& home) {
+  Planner planner(limits, home);
   for (const std::string& root : writable_roots) {
     if (root.empty() || root[0] != '/') {
       return absl::InvalidArgumentError(absl::StrCat("root '", root, "' is not absolute"));

@@ -3,8 +3,9 @@
 // with the file tools, plus the broker's own protected paths (--protect, $AIRLOCK_HOME, …).
 //
 // - An existing protected path is re-bound read-only over itself.
-// - A missing one is masked: an empty read-only directory (or file, for names that are files)
-//   is mounted at its first missing component. bwrap creates that mount point on the host;
+// - A missing one is masked: an empty read-only directory (a file where git reads one, see
+//   IsFileEntry) is mounted at its first missing component. bwrap creates that mount point on
+//   the host;
 //   the runner removes it after the call (ReleaseMasks), so nothing is left behind (an empty
 //   directory is renamed aside at once and removed in the background, see ReleaseMasks).
 //   Masks are placed in every root and every nested repository (a directory holding `.git`).
@@ -41,9 +42,12 @@ struct ProtectionPlan {
 
 // `writable_roots` and `protected_paths` are canonical absolute paths (a protected path need
 // not exist). FailedPrecondition (rule protected-scan-limit) when the scan bound is passed.
+// `home` is the sandbox's HOME (canonical), where a missing `.gitconfig` is masked with a file
+// (git reads it); everywhere else missing names get directories.
 [[nodiscard]] absl::StatusOr<ProtectionPlan> PlanProtection(
     const std::vector<std::string>& writable_roots,
-    const std::vector<std::string>& protected_paths, const ProtectionLimits& limits = {});
+    const std::vector<std::string>& protected_paths, const ProtectionLimits& limits = {},
+    const std::string& home = std::string());
 
 // Masks' mount points are shared by concurrent calls of this process: a mount point is
 // removed only when the last call using it ends (removing it while another sandbox still has

@@ -53,6 +53,16 @@ absl::StatusOr<std::string> Canonical(const std::string& path) {
   return std::string(resolved);
 }
 
+// The sandbox's HOME, canonical (empty when unset or unresolvable).
+std::string SandboxHome(const std::vector<std::pair<std::string, std::string>>& env) {
+  for (const auto& [name, value] : env) {
+    if (name != "HOME") continue;
+    absl::StatusOr<std::string> canonical = Canonical(value);
+    return canonical.ok() ? *canonical : std::string();
+  }
+  return std::string();
+}
+
 absl::Status Unavailable(v1::Preset preset, absl::string_view what) {
   return WithRule(WireError(v1::SANDBOX_UNAVAILABLE,
                             absl::StrCat("refused: the shell sandbox is unavailable (preset ",
@@ -172,7 +182,8 @@ absl::Status ShellRunner::LayOutSandbox(const ShellRequest& request, const std::
   if (request.preset == v1::PRESET_WORKSPACE_WRITE) {
     layout.writable_roots = request.roots;
     absl::StatusOr<ProtectionPlan> plan =
-        PlanProtection(request.roots, request.protected_paths, options_.protection_limits);
+        PlanProtection(request.roots, request.protected_paths, options_.protection_limits,
+                       SandboxHome(layout.env));
     if (!plan.ok()) {
       (void)RemoveTree(call->path);
       return plan.status();

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -29,6 +30,19 @@ int HostGit(const std::string& dir, const std::string& args) {
       absl::StrCat("cd '", dir, "' && git -c user.email=a@b -c user.name=n ", args,
                    " >/dev/null 2>&1");
   return ::system(command.c_str());
+}
+
+// The output of `git ARGS` on the host in `dir`.
+std::string HostGitOutput(const std::string& dir, const std::string& args) {
+  const std::string command = absl::StrCat("cd '", dir, "' && git ", args, " 2>&1");
+  std::string out;
+  if (FILE* pipe = ::popen(command.c_str(), "r")) {
+    char buffer[4096];
+    size_t n;
+    while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, n);
+    ::pclose(pipe);
+  }
+  return out;
 }
 
 class GitInSandboxTest : public ::testing::Test {
@@ -63,7 +77,7 @@ TEST_F(GitInSandboxTest, GitWorksAndCannotBeRedirected) {
   ShellRequest request = Request(
       "export GIT_AUTHOR_NAME=n GIT_AUTHOR_EMAIL=a@b GIT_COMMITTER_NAME=n "
       "GIT_COMMITTER_EMAIL=a@b; "
-      "git status --short >/dev/null && echo b > b.txt && git add b.txt && "
+      "test -z \"$(git status --porcelain)\" && echo b > b.txt && git add -A && "
       "git commit -qm second && git branch side && git stash list && git worktree list "
       ">/dev/null && git rev-parse --git-common-dir && git log --oneline | wc -l; "
       "mkdir -p evil/objects evil/refs; "
@@ -87,6 +101,10 @@ TEST_F(GitInSandboxTest, GitWorksAndCannotBeRedirected) {
   EXPECT_NE(::lstat(workspace_.Child(".git/hooks/pre-commit").c_str(), &st), 0);
   EXPECT_EQ(HostGit(workspace_.path(), "log -1 --format=%s"), 0);
   EXPECT_EQ(HostGit(workspace_.path(), "rev-parse --verify side"), 0);
+  // The sandbox's `git status` was clean and `git add -A` took only the new file: the masks
+  // of missing names (.bashrc, .envrc, .mcp.json, …) are empty directories, which git ignores.
+  EXPECT_EQ(HostGitOutput(workspace_.path(), "show --name-only --format= HEAD"), "b.txt\n");
+  EXPECT_EQ(HostGitOutput(workspace_.path(), "status --porcelain"), "");  // nothing left
 }
 
 }  // namespace

@@ -39,10 +39,16 @@ TEST(ProtectionPlanTest, EmptyWorkspaceMasksEveryTopLevelName) {
   EXPECT_TRUE(HasMask(plan, root.Child(".git"), true));
   EXPECT_FALSE(HasAnyMask(plan, root.Child(".git/hooks")));
   EXPECT_TRUE(HasMask(plan, root.Child(".vscode"), true));
-  EXPECT_TRUE(HasMask(plan, root.Child(".bashrc"), false));
-  EXPECT_TRUE(HasMask(plan, root.Child(".mcp.json"), false));
+  // Directories, which `git add -A` in the sandbox ignores (an empty file would be committed).
+  EXPECT_TRUE(HasMask(plan, root.Child(".bashrc"), true));
+  EXPECT_TRUE(HasMask(plan, root.Child(".mcp.json"), true));
+  EXPECT_TRUE(HasMask(plan, root.Child(".gitconfig"), true));
   EXPECT_TRUE(plan.read_only.empty());
   EXPECT_TRUE(plan.self_binds.empty());
+  // In the sandbox's HOME, git reads .gitconfig: a file there (a directory breaks git).
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(plan, PlanProtection({root.path()}, {}, {}, root.path()));
+  EXPECT_TRUE(HasMask(plan, root.Child(".gitconfig"), false));
+  EXPECT_TRUE(HasMask(plan, root.Child(".bashrc"), true));
 }
 
 TEST(ProtectionPlanTest, ExistingEntriesAreReadOnlyAndTheirParentsSelfBound) {
@@ -72,7 +78,7 @@ TEST(ProtectionPlanTest, NestedRepositoriesAreFoundAndMasked) {
   EXPECT_THAT(plan.self_binds, Contains(root.Child("a/b")));
   EXPECT_THAT(plan.self_binds, Contains(root.Child("a/b/.git")));
   // The nested repository's top gets masks; a plain directory does not.
-  EXPECT_TRUE(HasMask(plan, root.Child("a/b/.envrc"), false));
+  EXPECT_TRUE(HasMask(plan, root.Child("a/b/.envrc"), true));
   EXPECT_FALSE(HasAnyMask(plan, root.Child("plain/.envrc")));
 }
 
@@ -311,7 +317,7 @@ TEST(ProtectionPlanTest, AFilledAsideDirectoryIsScanned) {
   MakeGitDir(aside + "/r/.git");
   AIRLOCK_ASSERT_OK_AND_ASSIGN(ProtectionPlan plan, PlanProtection({root.path()}, {}));
   EXPECT_TRUE(HasMask(plan, aside + "/r/.git/hooks", true));
-  EXPECT_TRUE(HasMask(plan, aside + "/r/.envrc", false));
+  EXPECT_TRUE(HasMask(plan, aside + "/r/.envrc", true));
 }
 
 // A workspace inside a protected name is protected whole, as the file tools have it.
