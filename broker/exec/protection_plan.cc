@@ -2,28 +2,20 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <stdio.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <condition_variable>
-#include <cstdlib>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <set>
-#include <thread>
 #include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "broker/wire_error.h"
-#include "platform/base/fd_io.h"
 #include "platform/base/scoped_fd.h"
 #include "profiles/protected_paths.h"
 
@@ -78,126 +70,6 @@ std::string Parent(const std::string& path) {
   return slash == 0 ? std::string("/") : path.substr(0, slash);
 }
 
-// Mount points currently used as masks by calls of this process, with their use counts.
-std::mutex& RegistryMutex() {
-  static std::mutex* const mutex = new std::mutex;
-  return *mutex;
-}
-std::map<std::string, int>& Registry() {
-  static std::map<std::string, int>* const registry = new std::map<std::string, int>;
-  return *registry;
-}
-// Removes renamed-aside mask directories in the background (ReleaseMasks). Drained at exit,
-// so a process that returns leaves nothing behind.
-class MaskReaper {
- public:
-  void Remove(std::string path) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!pending_.insert(path).second) return;  // queued already
-    if (!started_) {
-      started_ = true;
-      std::thread([this] { Loop(); }).detach();
-      std::atexit([] { DrainMaskRemovals(); });
-    }
-    queue_.push_back(std::move(path));
-    wake_.notify_one();
-  }
-
-  void Drain() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    idle_.wait(lock, [this] { return queue_.empty() && !busy_; });
-  }
-
- private:
-  void Loop() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    while (true) {
-      wake_.wait(lock, [this] { return !queue_.empty(); });
-      const std::string path = std::move(queue_.front());
-      queue_.pop_front();
-      busy_ = true;
-      lock.unlock();
-      // Only if still empty: a sandbox of a later call may have written into it (it is an
-      // ordinary directory of the root now), and then it stays, under its temp name. It is
-      // never renamed back to the protected name.
-      ::rmdir(path.c_str());
-      lock.lock();
-      pending_.erase(path);
-      busy_ = false;
-      if (queue_.empty()) idle_.notify_all();
-    }
-  }
-
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::condition_variable idle_;
-  std::deque<std::string> queue_;  // guarded by mutex_
-  std::set<std::string> pending_;  // guarded by mutex_; queued or being removed
-  bool busy_ = false;              // guarded by mutex_
-  bool started_ = false;           // guarded by mutex_; the thread runs (detached)
-};
-
-MaskReaper& Reaper() {
-  static MaskReaper* const reaper = new MaskReaper;
-  return *reaper;
-}
-
-// kMaskAsidePrefix and 16 lowercase hex digits: a name AsideName makes.
-bool IsMaskAsideName(absl::string_view name) {
-  if (!absl::ConsumePrefix(&name, kMaskAsidePrefix) || name.size() != 16) return false;
-  for (char c : name) {
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  }
-  return true;
-}
-
-bool HoldsExactly(const std::string& path, const std::string& content) {
-  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd) return false;
-  std::string read(content.size() + 1, '\0');
-  const ssize_t n = ::read(fd.get(), read.data(), read.size());
-  return n == static_cast<ssize_t>(content.size()) && read.compare(0, content.size(), content) == 0;
-}
-
-bool IsEmptyDirectory(const std::string& path) {
-  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd) return false;
-  DIR* stream = ::fdopendir(fd.get());
-  if (stream == nullptr) return false;
-  (void)fd.release();
-  bool empty = true;
-  while (dirent* entry = ::readdir(stream)) {
-    const absl::string_view name = entry->d_name;
-    if (name != "." && name != "..") {
-      empty = false;
-      break;
-    }
-  }
-  ::closedir(stream);
-  return empty;
-}
-
-// A sibling of `path` under the atomic-replacement temp prefix, never a protected name.
-std::string AsideName(const std::string& path) {
-  unsigned char bytes[8] = {};
-  size_t filled = 0;
-  while (filled < sizeof(bytes)) {
-    const ssize_t n = ::getrandom(bytes + filled, sizeof(bytes) - filled, 0);
-    if (n > 0) filled += static_cast<size_t>(n);
-  }
-  std::string name = absl::StrCat(Parent(path) == "/" ? "" : Parent(path), "/", kMaskAsidePrefix);
-  static constexpr char kHex[] = "0123456789abcdef";
-  for (unsigned char byte : bytes) {
-    name.push_back(kHex[byte >> 4]);
-    name.push_back(kHex[byte & 0xf]);
-  }
-  return name;
-}
-
-bool MaskInUse(const std::string& path) {
-  std::lock_guard<std::mutex> lock(RegistryMutex());
-  return Registry().count(path) != 0;
-}
 
 class Planner {
  public:
@@ -251,7 +123,7 @@ class Planner {
           // first), or one queued by this process: removed in the background if it is still
           // empty (rmdir). Nothing in it to protect or scan. One that is not empty is an
           // ordinary directory of the root now (someone wrote into it) and is scanned.
-          Reaper().Remove(child);
+          RemoveAsideLater(child);
           continue;
         }
         const absl::string_view relative =
@@ -347,7 +219,7 @@ class Planner {
       const std::string path = absl::StrCat(current == "/" ? "" : current, "/", parts[i]);
       const bool last = i + 1 == parts.size();
       struct stat st;
-      if (MaskInUse(path)) {
+      if (IsHeldHere(path)) {
         AddMask(root, path, !last || !file_entry, last ? content : std::string());
         return;
       }
@@ -358,6 +230,11 @@ class Planner {
         } else {
           CoverDirectory(root, current);
         }
+        return;
+      }
+      if (IsMaskMountPoint(path, st)) {
+        // Another process's mask (or one a killed broker left): masked again here, as it is.
+        AddMask(root, path, S_ISDIR(st.st_mode), last ? content : std::string());
         return;
       }
       if (S_ISLNK(st.st_mode)) {
@@ -436,52 +313,5 @@ absl::StatusOr<ProtectionPlan> PlanProtection(const std::vector<std::string>& wr
   return std::move(planner).Finish();
 }
 
-void AcquireMasks(const std::vector<CoveredPath>& masks) {
-  std::lock_guard<std::mutex> lock(RegistryMutex());
-  for (const CoveredPath& mask : masks) {
-    if (++Registry()[mask.path] == 1 && !mask.content.empty()) {
-      // Made here rather than by bwrap (which would leave it empty meanwhile). One that is
-      // there already (made since the plan) is covered as it is: bwrap binds it read-only.
-      ScopedFd fd(::open(mask.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                         0444));
-      if (fd) (void)WriteFully(fd.get(), mask.content, mask.path);
-    }
-  }
-}
-
-void ReleaseMasks(const std::vector<CoveredPath>& masks) {
-  std::lock_guard<std::mutex> lock(RegistryMutex());
-  for (const CoveredPath& mask : masks) {
-    auto it = Registry().find(mask.path);
-    if (it == Registry().end() || --it->second > 0) continue;
-    Registry().erase(it);
-    struct stat st;
-    if (::lstat(mask.path.c_str(), &st) != 0) continue;
-    // Only what bwrap or AcquireMasks made: an empty directory, an empty regular file, or one
-    // holding exactly the mask's content.
-    if (!mask.content.empty()) {
-      if (S_ISREG(st.st_mode) && static_cast<size_t>(st.st_size) == mask.content.size() &&
-          HoldsExactly(mask.path, mask.content)) {
-        ::unlink(mask.path.c_str());
-      }
-    } else if (S_ISREG(st.st_mode) && st.st_size == 0) {
-      ::unlink(mask.path.c_str());
-    } else if (S_ISDIR(st.st_mode) && IsEmptyDirectory(mask.path)) {
-      // Freeing a directory's block can wait for the disk (a synchronous discard on file
-      // systems mounted with `discard`: about a millisecond each). The name goes now — an
-      // empty directory renamed to an unprotected temp name beside it — and the directory
-      // itself is removed by the reaper thread, off the call's path.
-      const std::string aside = AsideName(mask.path);
-      if (::renameat2(AT_FDCWD, mask.path.c_str(), AT_FDCWD, aside.c_str(), RENAME_NOREPLACE) ==
-          0) {
-        Reaper().Remove(aside);
-      } else {
-        ::rmdir(mask.path.c_str());
-      }
-    }
-  }
-}
-
-void DrainMaskRemovals() { Reaper().Drain(); }
 
 }  // namespace airlock::broker

@@ -4,11 +4,11 @@
 //
 // - An existing protected path is re-bound read-only over itself.
 // - A missing one is masked: an empty read-only directory (a file where git reads one, see
-//   IsFileEntry) is mounted at its first missing component. bwrap creates that mount point on
-//   the host;
-//   the runner removes it after the call (ReleaseMasks), so nothing is left behind (an empty
-//   directory is renamed aside at once and removed in the background, see ReleaseMasks).
-//   Masks are placed in every root and every nested repository (a directory holding `.git`).
+//   IsFileEntry) is mounted at its first missing component. Its mount point on the host is
+//   made, shared and removed as mask_mount_points.h says, so nothing is left behind; an entry
+//   found marked as such a mount point (another airlock's, or a killed broker's) is masked
+//   again rather than taken for the user's file. Masks are placed in every root and every
+//   nested repository (a directory holding `.git`).
 // - A protected path that is a symbolic link cannot be mounted over (a mount follows the
 //   link), so its parent directory is made read-only instead — conservative, like the seed.
 // - Every directory between a root and a protected path is bound onto itself, so renaming or
@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "broker/exec/mask_mount_points.h"
 #include "platform/linux/bwrap_launcher.h"
 
 namespace airlock::broker {
@@ -48,23 +49,6 @@ struct ProtectionPlan {
     const std::vector<std::string>& writable_roots,
     const std::vector<std::string>& protected_paths, const ProtectionLimits& limits = {},
     const std::string& home = std::string());
-
-// Masks' mount points are shared by concurrent calls of this process: a mount point is
-// removed only when the last call using it ends (removing it while another sandbox still has
-// a mask mounted there would detach that mask).
-void AcquireMasks(const std::vector<linux_sandbox::CoveredPath>& masks);
-// Removes the mount points bwrap created (empty directories, empty regular files) once no
-// call of this process uses them any more. Files are unlinked at once. A directory's name is
-// gone before this returns too — it is renamed to kMaskAsidePrefix + 16 hex digits beside it
-// — and the directory itself is removed by a background thread (rmdir can wait for the disk:
-// a synchronous discard per freed block). Pending removals are drained at process exit.
-void ReleaseMasks(const std::vector<linux_sandbox::CoveredPath>& masks);
-
-// Waits until the background removals queued so far are done (tests; the exit handler).
-void DrainMaskRemovals();
-
-// The prefix of renamed-aside mask directories: not a protected name.
-inline constexpr char kMaskAsidePrefix[] = ".airlock-mask-";
 
 }  // namespace airlock::broker
 

@@ -2,6 +2,8 @@
 
 #include <dirent.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -152,10 +154,10 @@ TEST(ProtectionPlanTest, ReleaseRemovesOnlyWhatTheLastUserLeft) {
   TempDir root;
   const std::string dir = root.Child(".vscode");
   const std::string file = root.Child(".envrc");
-  ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);  // as bwrap would have created them
-  WriteFileOrDie(file, "");
   const std::vector<linux_sandbox::CoveredPath> masks = {{dir, true}, {file, false}};
   AcquireMasks(masks);
+  EXPECT_EQ(::access(dir.c_str(), F_OK), 0) << "the mount points are made before bwrap runs";
+  EXPECT_EQ(::access(file.c_str(), F_OK), 0);
   AcquireMasks(masks);
   ReleaseMasks(masks);
   EXPECT_EQ(::access(dir.c_str(), F_OK), 0) << "still used by the other call";
@@ -187,9 +189,6 @@ TEST(ProtectionPlanTest, ReleasedMaskDirectoriesLeaveAtOnceAndAreRemovedInTheBac
   WriteFileOrDie(root.Child("keep"), "k");
   const std::vector<linux_sandbox::CoveredPath> masks = {
       {root.Child(".vscode"), true}, {root.Child(".git"), true}, {root.Child(".envrc"), false}};
-  ASSERT_EQ(::mkdir(root.Child(".vscode").c_str(), 0755), 0);
-  ASSERT_EQ(::mkdir(root.Child(".git").c_str(), 0755), 0);
-  WriteFileOrDie(root.Child(".envrc"), "");
   AcquireMasks(masks);
   ReleaseMasks(masks);
   // The protected names are gone when ReleaseMasks returns ...
@@ -332,6 +331,81 @@ TEST(ProtectionPlanTest, ARootInsideAProtectedNameIsReadOnlyWhole) {
   EXPECT_TRUE(plan.masks.empty());
   AIRLOCK_ASSERT_OK_AND_ASSIGN(plan, PlanProtection({base.Child(".vscode")}, {}));
   EXPECT_THAT(plan.read_only, Contains(base.Child(".vscode")));
+}
+
+// Two processes masking the same names: a mount point the other one still uses is masked
+// again by the scan (not taken for an existing file, which would only be re-bound onto
+// itself) and stays until its last user anywhere is done. A user's own empty file is not a
+// mask: re-bound read-only, never removed.
+bool UserXattrsWork(const std::string& dir) {
+  const std::string probe = dir + "/xattr-probe";
+  WriteFileOrDie(probe, "");
+  const bool works = ::setxattr(probe.c_str(), "user.airlock.probe", "1", 1, 0) == 0;
+  ::unlink(probe.c_str());
+  return works;
+}
+
+TEST(ProtectionPlanTest, MasksSharedWithAnotherProcessLastUntilItsLastUser) {
+  TempDir root;
+  if (!UserXattrsWork(root.path())) GTEST_SKIP() << "no user extended attributes here";
+  WriteFileOrDie(root.Child(".profile"), "");  // the user's own, empty
+  const std::vector<linux_sandbox::CoveredPath> masks = {{root.Child(".envrc"), true},
+                                                         {root.Child(".vscode"), true}};
+  int go[2], held[2];
+  ASSERT_EQ(::pipe(go), 0);
+  ASSERT_EQ(::pipe(held), 0);
+  const pid_t other = ::fork();
+  ASSERT_GE(other, 0);
+  if (other == 0) {  // the other airlock process: holds the masks until told to release them
+    AcquireMasks(masks);
+    char byte = 'h';
+    if (::write(held[1], &byte, 1) != 1 || ::read(go[0], &byte, 1) != 1) ::_exit(1);
+    ReleaseMasks(masks);  // refused its exclusive lock: nothing queued for the reaper
+    ::_exit(0);
+  }
+  char byte;
+  ASSERT_EQ(::read(held[0], &byte, 1), 1);
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(ProtectionPlan plan, PlanProtection({root.path()}, {}));
+  EXPECT_TRUE(HasMask(plan, root.Child(".envrc"), true)) << "the other process's mask";
+  EXPECT_TRUE(HasMask(plan, root.Child(".vscode"), true));
+  EXPECT_THAT(plan.read_only, Not(Contains(root.Child(".envrc"))));
+  EXPECT_THAT(plan.read_only, Contains(root.Child(".profile")));
+  AcquireMasks(plan.masks);
+  ReleaseMasks(plan.masks);
+  EXPECT_EQ(::access(root.Child(".envrc").c_str(), F_OK), 0) << "the other process uses it";
+  EXPECT_EQ(::access(root.Child(".vscode").c_str(), F_OK), 0);
+  // Now the other way round: the other process is done while this one holds them.
+  AcquireMasks(plan.masks);
+  ASSERT_EQ(::write(go[1], "g", 1), 1);
+  int status = 0;
+  ASSERT_EQ(::waitpid(other, &status, 0), other);
+  EXPECT_EQ(status, 0);
+  EXPECT_EQ(::access(root.Child(".envrc").c_str(), F_OK), 0) << "this process still uses it";
+  ReleaseMasks(plan.masks);
+  DrainMaskRemovals();
+  EXPECT_EQ(Names(root.path()), std::vector<std::string>{".profile"});
+  for (int fd : {go[0], go[1], held[0], held[1]}) ::close(fd);
+}
+
+// A mount point a killed broker left (marked, still empty) is masked again and then removed.
+TEST(ProtectionPlanTest, AMountPointAKilledBrokerLeftIsMaskedAndRemoved) {
+  TempDir root;
+  if (!UserXattrsWork(root.path())) GTEST_SKIP() << "no user extended attributes here";
+  const pid_t killed = ::fork();
+  ASSERT_GE(killed, 0);
+  if (killed == 0) {
+    AcquireMasks({{root.Child(".idea"), true}});
+    ::_exit(0);  // no release: as if killed
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(killed, &status, 0), killed);
+  ASSERT_EQ(::access(root.Child(".idea").c_str(), F_OK), 0);
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(ProtectionPlan plan, PlanProtection({root.path()}, {}));
+  EXPECT_TRUE(HasMask(plan, root.Child(".idea"), true));
+  AcquireMasks(plan.masks);
+  ReleaseMasks(plan.masks);
+  DrainMaskRemovals();
+  EXPECT_EQ(Names(root.path()), std::vector<std::string>{});
 }
 
 }  // namespace

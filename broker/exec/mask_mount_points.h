@@ -1,0 +1,63 @@
+// The mount points of shell masks (protection_plan.h): made, shared between sandboxes, removed.
+//
+// A missing protected name is masked by mounting an empty read-only directory (or file) at it
+// inside the sandbox, so the mount point is an entry on the host, in the user's tree. It must
+// exist exactly as long as some sandbox has a mask mounted there: unlinking a mount point
+// detaches the mounts on it in every namespace, and the name becomes creatable inside that
+// sandbox. Sandboxes of several airlock processes may share a workspace, so use is tracked on
+// the entry itself:
+//  - the broker makes the mount point (bwrap finds it there), marks it with the extended
+//    attribute user.airlock.mask, and holds it with a shared flock while its sandbox runs;
+//    the calls of one process share one hold (counted here);
+//  - the scan takes an entry that carries the mark and is still empty for a mask (another
+//    process's, or one a killed broker left) — never for the user's own file;
+//  - at release the last holder here asks for an exclusive flock without waiting: granted, no
+//    other process holds it, and the entry (still that inode, still empty) is removed; refused,
+//    another process still uses it and removes it when it is done.
+// On a file system without user extended attributes the mark is missing: the mount point is
+// still held and removed by this process, but another process's scan cannot recognise it.
+#ifndef BROKER_EXEC_MASK_MOUNT_POINTS_H_
+#define BROKER_EXEC_MASK_MOUNT_POINTS_H_
+
+#include <sys/stat.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "platform/linux/bwrap_launcher.h"
+
+namespace airlock::broker {
+
+// Makes (or joins) and holds the mount points of `masks` for one call.
+void AcquireMasks(const std::vector<linux_sandbox::CoveredPath>& masks);
+
+// Ends one call's use; the last user anywhere removes what the broker made: a file is
+// unlinked, a directory renamed aside at once (kMaskAsidePrefix + 16 hex digits) and removed
+// by a background thread (rmdir can wait for a synchronous discard). An entry someone wrote
+// into stays. Pending removals are drained at process exit.
+void ReleaseMasks(const std::vector<linux_sandbox::CoveredPath>& masks);
+
+// Waits until the background removals queued so far are done (tests; the exit handler).
+void DrainMaskRemovals();
+
+// Whether `path` (lstat'ed as `st`) is a mask's mount point in use or left behind: held by a
+// call of this process, or marked and still empty. The scan masks such an entry again rather
+// than taking it for an existing protected file.
+bool IsMaskMountPoint(const std::string& path, const struct stat& st);
+// The same for a path that lstat does not find: held here (made, not yet seen by the scan).
+bool IsHeldHere(const std::string& path);
+
+// The prefix of renamed-aside mask directories: not a protected name.
+inline constexpr char kMaskAsidePrefix[] = ".airlock-mask-";
+
+// kMaskAsidePrefix and 16 lowercase hex digits.
+bool IsMaskAsideName(absl::string_view name);
+bool IsEmptyDirectory(const std::string& path);
+// Queues an aside directory (one a killed broker left, found by the scan) for removal if it
+// is still empty.
+void RemoveAsideLater(const std::string& path);
+
+}  // namespace airlock::broker
+
+#endif  // BROKER_EXEC_MASK_MOUNT_POINTS_H_
