@@ -346,6 +346,28 @@ TEST_P(ExecTest, AuditKeyIsUnreadableInside) {
   EXPECT_THAT(result.out, HasSubstr("done"));
 }
 
+// XDG_RUNTIME_DIR naming another user's directory (what `su` leaves) or a missing one: the
+// runtime directory falls back (README) instead of refusing or landing where the sandbox
+// cannot reach it; nothing is created in the other user's directory.
+TEST_P(ExecTest, UnusableXdgRuntimeDirFallsBack) {
+  // Another user's private directory: root's when we run unprivileged, 65534's as root.
+  const RunAs other = GetParam() == RunAs::kUnprivileged ? RunAs::kCurrentUser
+                                                         : RunAs::kUnprivileged;
+  if (::geteuid() != 0) GTEST_SKIP() << "making another user's directory needs root";
+  Scratch foreign(other);
+  ASSERT_EQ(::chmod(foreign.path().c_str(), 0700), 0);
+  for (const std::string& xdg : {foreign.path(), runtime_.Child("missing")}) {
+    SCOPED_TRACE(xdg);
+    RunOptions options = Options();
+    options.env.back() = absl::StrCat("XDG_RUNTIME_DIR=", xdg);
+    CommandResult result = Exec("echo x > \"$TMPDIR/f\" && echo ran", {}, options);
+    EXPECT_EQ(result.exit_code, 0) << result;
+    EXPECT_EQ(result.out, "ran\n");
+  }
+  EXPECT_THAT(ListDir(foreign.path()), ::testing::IsEmpty());
+  EXPECT_FALSE(Exists(runtime_.Child("missing")));
+}
+
 INSTANTIATE_TEST_SUITE_P(Identities, ExecTest, ::testing::ValuesIn(IdentitiesToTest()),
                          RunAsName);
 

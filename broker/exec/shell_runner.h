@@ -22,7 +22,8 @@
 namespace airlock::broker {
 
 struct ShellRunnerOptions {
-  // Empty: $XDG_RUNTIME_DIR/airlock or /tmp/airlock-<uid> (see runtime_dir.h).
+  // Empty: $XDG_RUNTIME_DIR/airlock, /dev/shm/airlock-<uid> or /tmp/airlock-<uid>, the first
+  // usable one (see runtime_dir.h). Given: that directory or nothing.
   std::string runtime_dir;
   // Files or directories that must be unreadable inside every sandbox (the audit key, the
   // session store if wanted). The runtime directory is always hidden.
