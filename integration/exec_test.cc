@@ -368,6 +368,31 @@ TEST_P(ExecTest, UnusableXdgRuntimeDirFallsBack) {
   EXPECT_FALSE(Exists(runtime_.Child("missing")));
 }
 
+// SPEC §6: output past the limit is kept whole in a host-owned file whose path the result
+// gives — a file the agent can page through with the read tool (it is not broker state), and
+// that goes with the broker.
+TEST_P(ExecTest, FullOutputIsReadableThroughTheReadToolAndRemovedAtExit) {
+  const std::string binary = AirlockBinary(GetParam());
+  RunOptions options = Options();
+  options.env.push_back(
+      absl::StrCat("PATH=", binary.substr(0, binary.rfind('/')), ":/usr/bin:/bin"));
+  const std::string script =
+      "out=$(airlock tool bash --command \"head -c 300000 /dev/zero | tr '\\\\0' a; echo END\");"
+      "p=$(echo \"$out\" | grep -o '\"full_output\":\"[^\"]*\"' | cut -d'\"' -f4);"
+      "echo \"path=$p\"; airlock tool read \"$p\" --offset 299995 --limit 100";
+  CommandResult result =
+      RunAirlock({"run", "--workspace", workspace_.path(), "--preset", "workspace-write", "--mode",
+                  "on-request", "--", "/bin/sh", "-c", script},
+                 options);
+  ASSERT_EQ(result.exit_code, 0) << result;
+  const std::string output_dir = runtime_.Child("xdg/airlock-output");
+  EXPECT_THAT(result.out, HasSubstr(absl::StrCat("path=", output_dir, "/output-"))) << result;
+  EXPECT_THAT(result.out, HasSubstr("\"ok\":true")) << result;
+  EXPECT_THAT(result.out, HasSubstr("\"content\":\"aaaaaEND\\n\"")) << result;
+  EXPECT_THAT(result.out, Not(HasSubstr("PROTECTED_PATH"))) << result;
+  EXPECT_THAT(ListDir(output_dir), ::testing::IsEmpty()) << "the broker removes its files";
+}
+
 INSTANTIATE_TEST_SUITE_P(Identities, ExecTest, ::testing::ValuesIn(IdentitiesToTest()),
                          RunAsName);
 

@@ -25,6 +25,7 @@ namespace airlock::broker {
 namespace {
 
 constexpr char kCallPrefix[] = "shell-";
+constexpr char kOutputPrefix[] = "output-";
 
 // Created 0700 when missing; then it must be a real directory (not a link) owned by this
 // user and closed to everyone else.
@@ -173,6 +174,12 @@ absl::StatusOr<std::string> EnsureRuntimeDir(const std::string& requested,
       absl::StrCat("no usable runtime directory: ", absl::StrJoin(skipped, "; ")));
 }
 
+absl::StatusOr<std::string> EnsureOutputDir(const std::string& runtime_dir) {
+  const std::string path = absl::StrCat(runtime_dir, "-output");
+  AIRLOCK_RETURN_IF_ERROR(EnsurePrivateDir(path, "output directory"));
+  return path;
+}
+
 absl::StatusOr<CallDir> MakeCallDir(const std::string& runtime_dir) {
   CallDir call;
   call.path = absl::StrCat(runtime_dir, "/", kCallPrefix, ::getpid(), "-XXXXXX");
@@ -228,6 +235,29 @@ int SweepStaleCallDirs(const std::string& runtime_dir) {
     if (status.ok()) {
       ++removed;
     } else {
+      AIRLOCK_LOG(kWarning, "cannot sweep ", path, ": ", status.message());
+    }
+  }
+  return removed;
+}
+
+int SweepStaleOutputFiles(const std::string& output_dir) {
+  DIR* dir = ::opendir(output_dir.c_str());
+  if (dir == nullptr) return 0;
+  std::vector<std::string> stale;
+  while (dirent* entry = ::readdir(dir)) {
+    const pid_t pid = PidInName(entry->d_name, kOutputPrefix);
+    if (pid == 0 || !NoLongerRuns(pid)) continue;
+    stale.push_back(absl::StrCat(output_dir, "/", entry->d_name));
+  }
+  ::closedir(dir);
+  int removed = 0;
+  for (const std::string& path : stale) {
+    // Only files are ever made here: unlink(2) does not remove a directory.
+    if (::unlink(path.c_str()) == 0) {
+      ++removed;
+    } else if (errno != ENOENT) {
+      const absl::Status status = LastErrnoStatus("unlink", path);
       AIRLOCK_LOG(kWarning, "cannot sweep ", path, ": ", status.message());
     }
   }

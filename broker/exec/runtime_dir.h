@@ -2,7 +2,10 @@
 // directories of the shell sandbox inside it: `shell-<broker pid>-XXXXXX/` holding the
 // private temp directory `tmp/` and the empty mask sources. A call's directory is removed
 // when the call ends; directories of brokers that no longer run are swept at start.
-
+//
+// Beside it, the output directory (the runtime directory's path plus "-output"): full shell
+// output, `output-<broker pid>-XXXXXX`. It is not broker state — the agent reads those files
+// through the read tool — so it is a separate directory, never hidden like the runtime one.
 #ifndef BROKER_EXEC_RUNTIME_DIR_H_
 #define BROKER_EXEC_RUNTIME_DIR_H_
 
@@ -33,6 +36,9 @@ struct RuntimeDirDefaults {
 [[nodiscard]] absl::StatusOr<std::string> EnsureRuntimeDir(const std::string& requested,
                                                            const RuntimeDirDefaults& defaults);
 
+// `runtime_dir` + "-output", created 0700 when missing and checked like the runtime directory.
+[[nodiscard]] absl::StatusOr<std::string> EnsureOutputDir(const std::string& runtime_dir);
+
 struct CallDir {
   std::string path;         // the call's directory
   std::string tmp;          // bound at /tmp inside the sandbox
@@ -47,6 +53,10 @@ struct CallDir {
 
 // Removes call directories left by brokers that are no longer running. Returns how many.
 int SweepStaleCallDirs(const std::string& runtime_dir);
+
+// Removes full-output files (`output-<pid>-…`) of brokers that are no longer running. Returns
+// how many.
+int SweepStaleOutputFiles(const std::string& output_dir);
 
 }  // namespace airlock::broker
 

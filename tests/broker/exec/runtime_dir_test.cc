@@ -174,5 +174,19 @@ TEST_F(RuntimeDirTest, RequestedDirectoryIsStrict) {
   EXPECT_FALSE(Exists(scratch_.Child("xdg/airlock")));
 }
 
+TEST_F(RuntimeDirTest, OutputDirectoryIsBesideTheRuntimeDirectoryAndStrict) {
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(std::string runtime, EnsureRuntimeDir("", defaults_));
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(std::string output, EnsureOutputDir(runtime));
+  EXPECT_EQ(output, scratch_.Child("xdg/airlock-output"));
+  EXPECT_EQ(ModeOf(output), 0700u);
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(output, EnsureOutputDir(runtime));  // again: the same one
+
+  ASSERT_EQ(::mkdir(scratch_.Child("open-output").c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(scratch_.Child("open-output").c_str(), 0755), 0);
+  EXPECT_FALSE(EnsureOutputDir(scratch_.Child("open")).ok());
+  ASSERT_EQ(::symlink(scratch_.Child("xdg").c_str(), scratch_.Child("link-output").c_str()), 0);
+  EXPECT_FALSE(EnsureOutputDir(scratch_.Child("link")).ok());
+}
+
 }  // namespace
 }  // namespace airlock::broker
