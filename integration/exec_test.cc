@@ -393,6 +393,41 @@ TEST_P(ExecTest, FullOutputIsReadableThroughTheReadToolAndRemovedAtExit) {
   EXPECT_THAT(ListDir(output_dir), ::testing::IsEmpty()) << "the broker removes its files";
 }
 
+// SPEC §10: command line > settings.json > read-only, for `airlock exec` as for `airlock run`.
+TEST_P(ExecTest, SettingsPresetAndProtectApplyUnlessTheCommandLineSaysOtherwise) {
+  home_.Write("settings.json",
+              R"({"permissionPreset": "workspace-write", "protect": ["secret"]})");
+  workspace_.Write("secret/data", "keep");
+  CommandResult result = Exec("echo x > f && echo wrote; echo evil > secret/data");
+  EXPECT_THAT(result.out, HasSubstr("wrote")) << result;
+  EXPECT_EQ(ReadFileOrMissing(workspace_.Child("f")), "x\n");
+  EXPECT_EQ(ReadFileOrMissing(workspace_.Child("secret/data")), "keep");
+
+  CommandResult read_only = Exec("echo y > g; echo status=$?", {"--preset", "read-only"});
+  EXPECT_THAT(read_only.out, HasSubstr("status=1")) << read_only;
+  EXPECT_FALSE(Exists(workspace_.Child("g")));
+}
+
+TEST_P(ExecTest, InvalidSettingsRefuseToRunAnything) {
+  const struct {
+    const char* json;
+    const char* field;
+  } cases[] = {
+      {R"({"permissionPreset": "everything"})", "permissionPreset"},
+      {R"({"permissionPreset": "workspace-write", "bogusField": 1})", "bogusField"},
+      {R"({"protect": "secret"})", "protect"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.json);
+    home_.Write("settings.json", c.json);
+    CommandResult result = Exec("touch ran", {"--preset", "workspace-write"});
+    EXPECT_EQ(result.exit_code, 125) << result;
+    EXPECT_THAT(result.err, HasSubstr("settings.json")) << result;
+    EXPECT_THAT(result.err, HasSubstr(c.field)) << result;
+    EXPECT_FALSE(Exists(workspace_.Child("ran")));
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Identities, ExecTest, ::testing::ValuesIn(IdentitiesToTest()),
                          RunAsName);
 
