@@ -346,6 +346,88 @@ TEST_P(ExecTest, AuditKeyIsUnreadableInside) {
   EXPECT_THAT(result.out, HasSubstr("done"));
 }
 
+// XDG_RUNTIME_DIR naming another user's directory (what `su` leaves) or a missing one: the
+// runtime directory falls back (README) instead of refusing or landing where the sandbox
+// cannot reach it; nothing is created in the other user's directory.
+TEST_P(ExecTest, UnusableXdgRuntimeDirFallsBack) {
+  // Another user's private directory: root's when we run unprivileged, 65534's as root.
+  const RunAs other = GetParam() == RunAs::kUnprivileged ? RunAs::kCurrentUser
+                                                         : RunAs::kUnprivileged;
+  if (::geteuid() != 0) GTEST_SKIP() << "making another user's directory needs root";
+  Scratch foreign(other);
+  ASSERT_EQ(::chmod(foreign.path().c_str(), 0700), 0);
+  for (const std::string& xdg : {foreign.path(), runtime_.Child("missing")}) {
+    SCOPED_TRACE(xdg);
+    RunOptions options = Options();
+    options.env.back() = absl::StrCat("XDG_RUNTIME_DIR=", xdg);
+    CommandResult result = Exec("echo x > \"$TMPDIR/f\" && echo ran", {}, options);
+    EXPECT_EQ(result.exit_code, 0) << result;
+    EXPECT_EQ(result.out, "ran\n");
+  }
+  EXPECT_THAT(ListDir(foreign.path()), ::testing::IsEmpty());
+  EXPECT_FALSE(Exists(runtime_.Child("missing")));
+}
+
+// SPEC §6: output past the limit is kept whole in a host-owned file whose path the result
+// gives — a file the agent can page through with the read tool (it is not broker state), and
+// that goes with the broker.
+TEST_P(ExecTest, FullOutputIsReadableThroughTheReadToolAndRemovedAtExit) {
+  const std::string binary = AirlockBinary(GetParam());
+  RunOptions options = Options();
+  options.env.push_back(
+      absl::StrCat("PATH=", binary.substr(0, binary.rfind('/')), ":/usr/bin:/bin"));
+  const std::string script =
+      "out=$(airlock tool bash --command \"head -c 300000 /dev/zero | tr '\\\\0' a; echo END\");"
+      "p=$(echo \"$out\" | grep -o '\"full_output\":\"[^\"]*\"' | cut -d'\"' -f4);"
+      "echo \"path=$p\"; airlock tool read \"$p\" --offset 299995 --limit 100";
+  CommandResult result =
+      RunAirlock({"run", "--workspace", workspace_.path(), "--preset", "workspace-write", "--mode",
+                  "on-request", "--", "/bin/sh", "-c", script},
+                 options);
+  ASSERT_EQ(result.exit_code, 0) << result;
+  const std::string output_dir = runtime_.Child("xdg/airlock-output");
+  EXPECT_THAT(result.out, HasSubstr(absl::StrCat("path=", output_dir, "/output-"))) << result;
+  EXPECT_THAT(result.out, HasSubstr("\"ok\":true")) << result;
+  EXPECT_THAT(result.out, HasSubstr("\"content\":\"aaaaaEND\\n\"")) << result;
+  EXPECT_THAT(result.out, Not(HasSubstr("PROTECTED_PATH"))) << result;
+  EXPECT_THAT(ListDir(output_dir), ::testing::IsEmpty()) << "the broker removes its files";
+}
+
+// SPEC §10: command line > settings.json > read-only, for `airlock exec` as for `airlock run`.
+TEST_P(ExecTest, SettingsPresetAndProtectApplyUnlessTheCommandLineSaysOtherwise) {
+  home_.Write("settings.json",
+              R"({"permissionPreset": "workspace-write", "protect": ["secret"]})");
+  workspace_.Write("secret/data", "keep");
+  CommandResult result = Exec("echo x > f && echo wrote; echo evil > secret/data");
+  EXPECT_THAT(result.out, HasSubstr("wrote")) << result;
+  EXPECT_EQ(ReadFileOrMissing(workspace_.Child("f")), "x\n");
+  EXPECT_EQ(ReadFileOrMissing(workspace_.Child("secret/data")), "keep");
+
+  CommandResult read_only = Exec("echo y > g; echo status=$?", {"--preset", "read-only"});
+  EXPECT_THAT(read_only.out, HasSubstr("status=1")) << read_only;
+  EXPECT_FALSE(Exists(workspace_.Child("g")));
+}
+
+TEST_P(ExecTest, InvalidSettingsRefuseToRunAnything) {
+  const struct {
+    const char* json;
+    const char* field;
+  } cases[] = {
+      {R"({"permissionPreset": "everything"})", "permissionPreset"},
+      {R"({"permissionPreset": "workspace-write", "bogusField": 1})", "bogusField"},
+      {R"({"protect": "secret"})", "protect"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.json);
+    home_.Write("settings.json", c.json);
+    CommandResult result = Exec("touch ran", {"--preset", "workspace-write"});
+    EXPECT_EQ(result.exit_code, 125) << result;
+    EXPECT_THAT(result.err, HasSubstr("settings.json")) << result;
+    EXPECT_THAT(result.err, HasSubstr(c.field)) << result;
+    EXPECT_FALSE(Exists(workspace_.Child("ran")));
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Identities, ExecTest, ::testing::ValuesIn(IdentitiesToTest()),
                          RunAsName);
 

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "broker/exec/shell_runner.h"
 #include "broker/policy_options.h"
+#include "broker/session/settings.h"
 #include "broker/wire_error.h"
 #include "platform/base/errno_status.h"
 #include "platform/base/status_macros.h"
@@ -44,13 +45,10 @@ absl::StatusOr<std::string> CanonicalPath(const std::string& path) {
 }
 
 // A protected path need not exist: its nearest existing ancestor is resolved and the rest
-// appended, so a later creation is still covered.
-std::string CanonicalMaybeMissing(const std::string& path) {
+// appended, so a later creation is still covered. A relative path is taken against `base`.
+std::string CanonicalMaybeMissing(const std::string& path, const std::string& base) {
   std::string absolute = path;
-  if (absolute.empty() || absolute[0] != '/') {
-    char cwd[PATH_MAX];
-    if (::getcwd(cwd, sizeof(cwd)) != nullptr) absolute = absl::StrCat(cwd, "/", path);
-  }
+  if (absolute.empty() || absolute[0] != '/') absolute = absl::StrCat(base, "/", path);
   std::string suffix;
   std::string existing = absolute;
   while (true) {
@@ -72,7 +70,15 @@ std::string AirlockHome() {
 }
 
 absl::StatusOr<int> Exec(const ExecOptions& options) {
-  AIRLOCK_ASSIGN_OR_RETURN(v1::Preset preset, ParseExecPreset(options.policy.preset));
+  const std::string home = AirlockHome();
+  // What of settings.json applies to a one-shot command: the preset and the protected paths
+  // (SPEC §10: the command line first, then settings, then read-only). An invalid file
+  // refuses the command, as it refuses `airlock run`.
+  AIRLOCK_ASSIGN_OR_RETURN(v1::Settings settings, LoadSettings(home + "/settings.json"));
+  AIRLOCK_ASSIGN_OR_RETURN(
+      v1::Preset preset,
+      ParseExecPreset(options.policy.preset.empty() ? settings.permission_preset()
+                                                    : options.policy.preset));
   ShellRequest request;
   request.preset = preset;
   request.argv = options.command;
@@ -91,10 +97,13 @@ absl::StatusOr<int> Exec(const ExecOptions& options) {
     request.roots.push_back(canonical);
   }
   AIRLOCK_ASSIGN_OR_RETURN(request.cwd, CanonicalPath("."));
-  const std::string airlock_home = CanonicalMaybeMissing(AirlockHome());
+  const std::string airlock_home = CanonicalMaybeMissing(home, request.cwd);
   request.protected_paths.push_back(airlock_home);
+  for (const std::string& path : settings.protect()) {
+    request.protected_paths.push_back(CanonicalMaybeMissing(path, workspace));
+  }
   for (const std::string& path : options.policy.protect) {
-    request.protected_paths.push_back(CanonicalMaybeMissing(path));
+    request.protected_paths.push_back(CanonicalMaybeMissing(path, workspace));
   }
 
   ShellRunnerOptions runner_options;

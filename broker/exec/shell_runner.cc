@@ -86,12 +86,36 @@ std::vector<std::pair<std::string, std::string>> SandboxEnvironment(
 
 absl::StatusOr<std::unique_ptr<ShellRunner>> ShellRunner::Create(ShellRunnerOptions options) {
   AIRLOCK_ASSIGN_OR_RETURN(std::string runtime_dir, EnsureRuntimeDir(options.runtime_dir));
+  AIRLOCK_ASSIGN_OR_RETURN(std::string output_dir, EnsureOutputDir(runtime_dir));
   const int swept = SweepStaleCallDirs(runtime_dir);
   if (swept > 0) {
     AIRLOCK_LOG(kInfo, "removed ", swept, " shell call directories left by a crash in ",
                 runtime_dir);
   }
-  return std::unique_ptr<ShellRunner>(new ShellRunner(std::move(options), runtime_dir));
+  const int outputs = SweepStaleOutputFiles(output_dir);
+  if (outputs > 0) {
+    AIRLOCK_LOG(kInfo, "removed ", outputs, " full-output files of brokers gone from ",
+                output_dir);
+  }
+  return std::unique_ptr<ShellRunner>(
+      new ShellRunner(std::move(options), std::move(runtime_dir), std::move(output_dir)));
+}
+
+ShellRunner::~ShellRunner() {
+  for (const std::string& path : full_outputs_) ::unlink(path.c_str());
+}
+
+void ShellRunner::KeepFullOutput(const std::string& path) {
+  std::vector<std::string> expired;
+  {
+    std::lock_guard<std::mutex> lock(full_outputs_mutex_);
+    full_outputs_.push_back(path);
+    while (full_outputs_.size() > kKeptFullOutputs) {
+      expired.push_back(std::move(full_outputs_.front()));
+      full_outputs_.pop_front();
+    }
+  }
+  for (const std::string& old : expired) ::unlink(old.c_str());
 }
 
 absl::StatusOr<v1::BashResult> ShellRunner::Run(const ShellRequest& request,
@@ -116,6 +140,14 @@ absl::StatusOr<v1::BashResult> ShellRunner::Run(const ShellRequest& request,
     run = RunSandboxed(request, *cwd, cancel);
   }
   if (!run.ok()) return run.status();
+  if (!run->full_output_path.empty()) {
+    // A cancelled call's result goes nowhere: nobody could ever name its file.
+    if (run->cancelled) {
+      ::unlink(run->full_output_path.c_str());
+    } else {
+      KeepFullOutput(run->full_output_path);
+    }
+  }
   if (run->cancelled) {
     return WithRule(WireError(v1::CANCELLED, absl::StrCat("bash: cancelled; the command's "
                                                           "process tree was killed (preset ",
@@ -213,7 +245,7 @@ absl::StatusOr<TreeRunResult> ShellRunner::RunSandboxed(const ShellRequest& requ
   sandbox.allow_unix_sockets = request.allow_unix_sockets;
   sandbox.capture_output = request.capture_output;
   sandbox.stream_limit = options_.stream_limit;
-  sandbox.full_output_dir = runtime_dir_;
+  sandbox.full_output_dir = output_dir_;
   sandbox.timeout = request.timeout;
   sandbox.cancel = cancel;
 
@@ -267,7 +299,7 @@ absl::StatusOr<TreeRunResult> ShellRunner::RunOnHost(const ShellRequest& request
   run.spawn.parent_death_signal = SIGKILL;
   run.capture_output = request.capture_output;
   run.stream_limit = options_.stream_limit;
-  run.full_output_dir = runtime_dir_;
+  run.full_output_dir = output_dir_;
   run.timeout = request.timeout;
   run.cancel = cancel;
   if (request.before_start) AIRLOCK_RETURN_IF_ERROR(request.before_start());

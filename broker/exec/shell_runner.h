@@ -7,8 +7,10 @@
 #define BROKER_EXEC_SHELL_RUNNER_H_
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -22,7 +24,9 @@
 namespace airlock::broker {
 
 struct ShellRunnerOptions {
-  // Empty: $XDG_RUNTIME_DIR/airlock or /tmp/airlock-<uid> (see runtime_dir.h).
+  // Empty: $XDG_RUNTIME_DIR/airlock, /dev/shm/airlock-<uid> or /tmp/airlock-<uid>, the first
+  // usable one (see runtime_dir.h). Given: that directory or nothing.
+  // Full-output files go to the runtime directory's path plus "-output".
   std::string runtime_dir;
   // Files or directories that must be unreadable inside every sandbox (the audit key, the
   // session store if wanted). The runtime directory is always hidden.
@@ -120,13 +124,23 @@ class SandboxedProcess {
 
 class ShellRunner {
  public:
-  // Prepares the runtime directory and sweeps call directories left by dead brokers.
+  // At most this many full-output files of this runner exist at once: the oldest is removed
+  // when a newer one is made.
+  static constexpr size_t kKeptFullOutputs = 16;
+
+  // Prepares the runtime and output directories and sweeps call directories and full-output
+  // files left by dead brokers.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<ShellRunner>> Create(
       ShellRunnerOptions options);
+  // Removes the full-output files this runner made.
+  ~ShellRunner();
+  ShellRunner(const ShellRunner&) = delete;
+  ShellRunner& operator=(const ShellRunner&) = delete;
 
   // Runs one call to completion. A result for every command that ran, whatever its status:
   // exit_code (128 + signal when killed), term_signal, the output (truncated past the limit,
-  // the whole of it in `full_output`), timed_out (the tree was killed), preset. Errors, with
+  // the whole of it in `full_output`, a file in output_dir() kept until kKeptFullOutputs newer
+  // ones exist or the runner goes), timed_out (the tree was killed), preset. Errors, with
   // wire codes: OUTSIDE_SANDBOX (cwd), SANDBOX_UNAVAILABLE (nothing ran), CANCELLED (the
   // token fired; the tree was killed), INVALID_ARGUMENT.
   [[nodiscard]] absl::StatusOr<v1::BashResult> Run(const ShellRequest& request,
@@ -139,11 +153,16 @@ class ShellRunner {
   [[nodiscard]] absl::StatusOr<std::unique_ptr<SandboxedProcess>> Start(
       const ServerProcessRequest& request);
 
+  // Broker state: hidden from sandboxes and refused to the file tools.
   const std::string& runtime_dir() const { return runtime_dir_; }
+  // Full-output files: not broker state; the agent pages through them with the read tool.
+  const std::string& output_dir() const { return output_dir_; }
 
  private:
-  ShellRunner(ShellRunnerOptions options, std::string runtime_dir)
-      : options_(std::move(options)), runtime_dir_(std::move(runtime_dir)) {}
+  ShellRunner(ShellRunnerOptions options, std::string runtime_dir, std::string output_dir)
+      : options_(std::move(options)),
+        runtime_dir_(std::move(runtime_dir)),
+        output_dir_(std::move(output_dir)) {}
 
   absl::StatusOr<TreeRunResult> RunSandboxed(const ShellRequest& request,
                                              const std::string& cwd, CancelToken* cancel);
@@ -154,8 +173,14 @@ class ShellRunner {
   absl::StatusOr<std::unique_ptr<SandboxedProcess>> StartOnHost(
       const ServerProcessRequest& request);
 
+  // Records a full-output file handed out in a result; removes the ones past the bound.
+  void KeepFullOutput(const std::string& path);
+
   ShellRunnerOptions options_;
   std::string runtime_dir_;
+  std::string output_dir_;
+  std::mutex full_outputs_mutex_;
+  std::deque<std::string> full_outputs_;  // oldest first
 };
 
 // The environment a sandboxed command sees: PATH, HOME, LANG, LC_ALL, TERM, TZ from `host`

@@ -52,7 +52,7 @@ class OutputSink {
  private:
   void Spill(TreeRunResult& result) {
     if (dir_.empty()) return;
-    std::string path = absl::StrCat(dir_, "/output-XXXXXX");
+    std::string path = absl::StrCat(dir_, "/output-", ::getpid(), "-XXXXXX");
     // mkostemp creates the file 0600, exclusively.
     ScopedFd fd(::mkostemp(path.data(), O_CLOEXEC));
     if (!fd) {

@@ -50,8 +50,9 @@ struct TreeRunOptions {
   bool capture_output = true;
   // Bytes of each stream kept in the result.
   size_t stream_limit = kDefaultStreamLimit;
-  // Where the whole output goes once a stream passes its limit (a new 0600 file); empty: the
-  // excess is dropped.
+  // Where the whole output goes once a stream passes its limit: a new 0600 file named
+  // `output-<pid of this process>-XXXXXX`, so that a later sweep can tell whose it is. Empty:
+  // the excess is dropped.
   std::string full_output_dir;
   // The full-output file stops growing here (a final line says so), so that a flood cannot
   // fill the disk or the memory-backed runtime directory.

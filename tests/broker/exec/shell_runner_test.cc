@@ -1,11 +1,14 @@
 #include "broker/exec/shell_runner.h"
 
+#include <dirent.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "broker/exec/runtime_dir.h"
 #include "broker/wire_error.h"
 #include "gmock/gmock.h"
@@ -20,6 +23,19 @@ namespace {
 using ::airlock::testing::ReadFileOrMissing;
 using ::airlock::testing::TempDir;
 using ::testing::HasSubstr;
+
+std::vector<std::string> Entries(const std::string& path) {
+  std::vector<std::string> names;
+  DIR* dir = ::opendir(path.c_str());
+  if (dir == nullptr) return names;
+  while (dirent* entry = ::readdir(dir)) {
+    const std::string name = entry->d_name;
+    if (name != "." && name != "..") names.push_back(name);
+  }
+  ::closedir(dir);
+  std::sort(names.begin(), names.end());
+  return names;
+}
 
 class ShellRunnerTest : public ::testing::Test {
  protected:
@@ -116,6 +132,56 @@ TEST_F(ShellRunnerTest, LongOutputIsTruncatedAndKeptWhole) {
   const std::string whole = ReadFileOrMissing(result.full_output());
   EXPECT_EQ(whole.size(), 5000u + 1 + 5);
   EXPECT_THAT(whole, HasSubstr("tail"));
+}
+
+TEST_F(ShellRunnerTest, OutputDirectoryIsPrivateAndNotTheRuntimeDirectory) {
+  EXPECT_EQ(runner_->output_dir(), runner_->runtime_dir() + "-output");
+  struct stat st;
+  ASSERT_EQ(::lstat(runner_->output_dir().c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  EXPECT_EQ(st.st_uid, ::geteuid());
+}
+
+// On the host (danger-full-access), so that no sandbox is needed: the same output handling.
+TEST_F(ShellRunnerTest, FullOutputIsInTheOutputDirectoryAndBoundedInNumber) {
+  std::vector<std::string> files;
+  for (size_t i = 0; i < ShellRunner::kKeptFullOutputs + 2; ++i) {
+    AIRLOCK_ASSERT_OK_AND_ASSIGN(
+        v1::BashResult result,
+        runner_->Run(Request("head -c 2000 /dev/zero", v1::PRESET_DANGER_FULL_ACCESS)));
+    ASSERT_TRUE(result.truncated());
+    ASSERT_FALSE(result.full_output().empty());
+    files.push_back(result.full_output());
+  }
+  const std::string prefix = absl::StrCat(runner_->output_dir(), "/output-", ::getpid(), "-");
+  for (const std::string& file : files) EXPECT_EQ(file.rfind(prefix, 0), 0u) << file;
+  EXPECT_EQ(::access(files[0].c_str(), F_OK), -1) << "the oldest is removed";
+  EXPECT_EQ(::access(files[1].c_str(), F_OK), -1);
+  for (size_t i = 2; i < files.size(); ++i) {
+    EXPECT_EQ(ReadFileOrMissing(files[i]), std::string(2000, '\0')) << files[i];
+  }
+  EXPECT_EQ(Entries(runner_->output_dir()).size(), ShellRunner::kKeptFullOutputs);
+  runner_.reset();
+  EXPECT_THAT(Entries(runtime_.Child("rt-output")), ::testing::IsEmpty())
+      << "a runner removes its files when it goes";
+}
+
+TEST_F(ShellRunnerTest, FullOutputFilesOfBrokersGoneAreSwept) {
+  const std::string dir = runner_->output_dir();
+  // pid 2^22+1 cannot be running (above pid_max's ceiling); pid 1 always runs.
+  for (const std::string& name : {std::string("output-4194305-abcdef"),
+                                  std::string("output-1-abcdef"),
+                                  absl::StrCat("output-", ::getpid(), "-abcdef"),
+                                  std::string("unrelated")}) {
+    testing::WriteFileOrDie(absl::StrCat(dir, "/", name), "x");
+  }
+  ShellRunnerOptions options;
+  options.runtime_dir = runner_->runtime_dir();
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(std::unique_ptr<ShellRunner> second, ShellRunner::Create(options));
+  EXPECT_THAT(Entries(dir), ::testing::ElementsAre("output-1-abcdef",
+                                                   absl::StrCat("output-", ::getpid(), "-abcdef"),
+                                                   "unrelated"));
 }
 
 TEST_F(ShellRunnerTest, TimeoutKillsTheTreeAndRemovesTheTempDirectory) {

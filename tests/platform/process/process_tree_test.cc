@@ -6,6 +6,7 @@
 
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
@@ -50,6 +51,9 @@ TEST(ProcessTreeTest, TruncatesAndSpillsTheWholeOutput) {
   struct stat st;
   ASSERT_EQ(::stat(result.full_output_path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
+  // Named after this process, so that a sweep can tell a dead owner's files from ours.
+  const std::string prefix = absl::StrCat(dir.path(), "/output-", ::getpid(), "-");
+  EXPECT_EQ(result.full_output_path.rfind(prefix, 0), 0u) << result.full_output_path;
 }
 
 TEST(ProcessTreeTest, FullOutputFileIsBounded) {
