@@ -172,6 +172,20 @@ TEST_P(ExecTest, MovingGitAsideAndRecreatingHooksChangesNothing) {
   EXPECT_FALSE(Exists(workspace_.Child(".git/h2")));
 }
 
+// $AIRLOCK_HOME (sessions and audit logs hold what earlier agents saw, and the key) is hidden
+// from the command, as from `airlock run`'s shells, wherever it is (here outside /tmp, which
+// the private /tmp would hide anyway).
+TEST_P(ExecTest, TheAirlockHomeIsHiddenFromTheCommand) {
+  Scratch outside_tmp(GetParam(), "/var/tmp");
+  outside_tmp.Write("airlock/sessions/s.jsonl", "what an agent saw");
+  CommandResult result = Exec(
+      absl::StrCat("ls -A ", outside_tmp.Child("airlock"), "; echo listed; cat ",
+                   outside_tmp.Child("airlock/sessions/s.jsonl"), " || echo unreadable"),
+      {}, Options(outside_tmp.Child("airlock")));
+  ASSERT_EQ(result.exit_code, 0) << result;
+  EXPECT_EQ(result.out, "listed\nunreadable\n") << result;
+}
+
 TEST_P(ExecTest, TmpdirIsPrivateWritablePerCallAndRemoved) {
   CommandResult first = Exec(
       "echo \"$TMPDIR $TMP $TEMP\"; echo secret > \"$TMPDIR/marker\" && cat \"$TMPDIR/marker\";"

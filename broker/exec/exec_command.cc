@@ -10,11 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "broker/exec/shell_runner.h"
 #include "broker/policy_options.h"
 #include "broker/session/settings.h"
 #include "broker/wire_error.h"
+#include "platform/base/canonical_path.h"
 #include "platform/base/errno_status.h"
 #include "platform/base/status_macros.h"
 
@@ -42,24 +44,6 @@ absl::StatusOr<std::string> CanonicalPath(const std::string& path) {
   char resolved[PATH_MAX];
   if (::realpath(path.c_str(), resolved) == nullptr) return LastErrnoStatus("resolve", path);
   return std::string(resolved);
-}
-
-// A protected path need not exist: its nearest existing ancestor is resolved and the rest
-// appended, so a later creation is still covered. A relative path is taken against `base`.
-std::string CanonicalMaybeMissing(const std::string& path, const std::string& base) {
-  std::string absolute = path;
-  if (absolute.empty() || absolute[0] != '/') absolute = absl::StrCat(base, "/", path);
-  std::string suffix;
-  std::string existing = absolute;
-  while (true) {
-    absl::StatusOr<std::string> canonical = CanonicalPath(existing);
-    if (canonical.ok()) return *canonical == "/" ? "/" + suffix : *canonical + (suffix.empty() ? "" : "/" + suffix);
-    const size_t slash = existing.rfind('/');
-    if (slash == std::string::npos || slash == 0) return absolute;
-    const std::string name = existing.substr(slash + 1);
-    suffix = suffix.empty() ? name : name + "/" + suffix;
-    existing = existing.substr(0, slash);
-  }
 }
 
 std::string AirlockHome() {
@@ -97,19 +81,32 @@ absl::StatusOr<int> Exec(const ExecOptions& options) {
     request.roots.push_back(canonical);
   }
   AIRLOCK_ASSIGN_OR_RETURN(request.cwd, CanonicalPath("."));
-  const std::string airlock_home = CanonicalMaybeMissing(home, request.cwd);
+  AIRLOCK_ASSIGN_OR_RETURN(const std::string airlock_home,
+                           CanonicalMaybeMissing(home, request.cwd));
   request.protected_paths.push_back(airlock_home);
-  for (const std::string& path : settings.protect()) {
-    request.protected_paths.push_back(CanonicalMaybeMissing(path, workspace));
-  }
-  for (const std::string& path : options.policy.protect) {
-    request.protected_paths.push_back(CanonicalMaybeMissing(path, workspace));
+  std::vector<std::string> protect(settings.protect().begin(), settings.protect().end());
+  protect.insert(protect.end(), options.policy.protect.begin(), options.policy.protect.end());
+  for (const std::string& path : protect) {
+    absl::StatusOr<std::string> canonical = CanonicalMaybeMissing(path, workspace);
+    if (!canonical.ok()) {
+      return WireError(v1::INVALID_ARGUMENT,
+                       absl::StrCat("protected path: ", canonical.status().message()));
+    }
+    request.protected_paths.push_back(*std::move(canonical));
   }
 
+  // The broker's storage is hidden from the command as from `airlock run`'s shells (sessions
+  // and audit logs hold what earlier agents saw); only the key files when it holds a root.
   ShellRunnerOptions runner_options;
-  runner_options.hidden_paths.push_back(airlock_home + "/audit.key");
-  if (const char* key = std::getenv("AIRLOCK_AUDIT_KEY_FILE"); key != nullptr && key[0] == '/') {
-    runner_options.hidden_paths.push_back(key);
+  const bool home_holds_a_root =
+      std::any_of(request.roots.begin(), request.roots.end(), [&](const std::string& root) {
+        return root == airlock_home || absl::StartsWith(root, airlock_home + "/");
+      });
+  runner_options.hidden_paths.push_back(home_holds_a_root ? airlock_home + "/audit.key"
+                                                          : airlock_home);
+  if (const char* key = std::getenv("AIRLOCK_AUDIT_KEY_FILE"); key != nullptr && key[0] != '\0') {
+    AIRLOCK_ASSIGN_OR_RETURN(std::string canonical, CanonicalMaybeMissing(key, request.cwd));
+    runner_options.hidden_paths.push_back(std::move(canonical));
   }
   absl::StatusOr<std::unique_ptr<ShellRunner>> runner =
       ShellRunner::Create(std::move(runner_options));
