@@ -215,6 +215,13 @@ absl::StatusOr<int> Run(const RunOptions& options) {
   const std::string workspace_option =
       options.policy.workspace.empty() ? std::string(".") : options.policy.workspace;
   AIRLOCK_ASSIGN_OR_RETURN(std::string workspace, CanonicalDirectory(workspace_option));
+  // The worker sees a fresh /dev with its private scratch directory at /dev/shm: a workspace
+  // there would not exist in its view (refused here, not as an obscure bwrap chdir failure).
+  if (workspace == "/dev" || absl::StartsWith(workspace, "/dev/")) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the workspace ", workspace, " lies under /dev, which the confined worker sees fresh "
+        "(its private scratch directory is /dev/shm); use a workspace elsewhere"));
+  }
   PolicyBuilder builder;
   builder.SetPresetName(preset_name)
       .SetModeName(FirstOf(options.policy.mode, settings.mode()))

@@ -153,6 +153,16 @@ TEST_P(RunTest, TheApprovalSocketIsHiddenFromShellsAllowedUnixSockets) {
   EXPECT_THAT(result.out, HasSubstr("\"stdout\":\"hidden\\n\"")) << result;
 }
 
+// A workspace under /dev would not exist in the worker's fresh /dev: refused at start, clearly.
+TEST_P(RunTest, AWorkspaceUnderDevIsRefusedAtStart) {
+  Scratch shm(GetParam(), "/dev/shm");
+  RunOptions options = Options();
+  CommandResult result =
+      RunAirlock({"run", "--workspace", shm.path(), "--", "/bin/true"}, options);
+  EXPECT_EQ(result.exit_code, 125) << result;
+  EXPECT_THAT(result.err, HasSubstr("lies under /dev"));
+}
+
 // Reads outside the roots are allowed by default (SPEC §1); writes are not.
 TEST_P(RunTest, WriteOutsideTheWorkspaceIsRefusedWithExit3) {
   CommandResult result =
