@@ -14,6 +14,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "airlock/v1/control.pb.h"
@@ -445,7 +446,14 @@ void AddRunCommand(CLI::App& app, int& exit_code) {
                       "tty | socket:PATH | command:PROG | none (default: tty with a terminal)");
   command->add_option("--approval-timeout", options->approval_timeout_seconds,
                       "Seconds before an unanswered approval is denied (default 300)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Validator(
+          [](std::string& value) -> std::string {
+            double seconds = 0;
+            if (absl::SimpleAtod(value, &seconds) && seconds > 0 && seconds <= 1e9) return "";
+            return "--approval-timeout must be a number of seconds above 0 (at most 1e9), not '" +
+                   value + "'";
+          },
+          "SECONDS"));
   command->add_option("--control-socket", options->control_socket,
                       "Listen for `airlock ctl` on this Unix socket");
   command->add_option("--audit-log", options->audit_log, "Audit log file");

@@ -1,6 +1,8 @@
 // The `airlock` executable: one binary, one subcommand per role. Broker-side commands live in
 // broker/, worker-side ones in worker/; this file only wires them to CLI11.
 #include <csignal>
+#include <iostream>
+#include <string>
 
 #include "CLI/CLI.hpp"
 #include "broker/approve_command.h"
@@ -27,6 +29,22 @@ int main(int argc, char** argv) {
   airlock::broker::AddApproveCommand(app, exit_code);
   airlock::worker::AddToolCommand(app, exit_code);
   airlock::worker::AddConfineCommand(app, exit_code);
+  // A first word that names no subcommand: say so (CLI11 would only say one is required).
+  const auto names_a_subcommand = [&app](const std::string& word) {
+    return !app.get_subcommands([&word](const CLI::App* sub) { return sub->check_name(word); })
+                .empty();
+  };
+  if (argc > 1 && argv[1][0] != '-' && !names_a_subcommand(argv[1])) {
+    const std::string word = argv[1];
+    if (word == "mcp") {
+      std::cerr << "airlock mcp: planned (an MCP stdio server bridging to the broker), not "
+                   "built yet\n";
+    } else {
+      std::cerr << "airlock: unknown command '" << word
+                << "' (commands: run, exec, tool, audit, ctl, approve, doctor; see --help)\n";
+    }
+    return 64;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

@@ -335,7 +335,7 @@ TEST_P(ExecTest, UserCommandIsNeverABwrapOption) {
                                     Options());
   EXPECT_EQ(result.exit_code, 127) << result;
   EXPECT_THAT(result.out, Not(HasSubstr("escaped")));
-  EXPECT_THAT(result.err, HasSubstr("--bind: not found"));
+  EXPECT_THAT(result.err, HasSubstr("airlock: --bind: command not found"));
 }
 
 TEST_P(ExecTest, BwrapEarlierOnPathIsIgnored) {

@@ -56,7 +56,14 @@ constexpr char kReady[] = "ready";
   "unset -v airlock_go\n"                                                                     \
   "exec 4<&- 5<&- 6<&-\n"
 
-constexpr char kPreflightExec[] = AIRLOCK_PREFLIGHT_CHECKS "exec -- \"$@\"\n";
+// A program that cannot be found is said so plainly (bash's own message would name the
+// preflight script and its line).
+constexpr char kPreflightExec[] = AIRLOCK_PREFLIGHT_CHECKS
+    "if ! command -v -- \"$1\" >/dev/null 2>&1; then\n"
+    "  echo \"airlock: $1: command not found or not executable\" >&2\n"
+    "  exit 127\n"
+    "fi\n"
+    "exec -- \"$@\"\n";
 // $1 is the command line; the positional parameters are emptied and the helper variable
 // unset before the command runs, so it sees what `bash -c` would give it.
 constexpr char kPreflightEval[] = AIRLOCK_PREFLIGHT_CHECKS
