@@ -163,6 +163,19 @@ TEST_P(RunTest, AWorkspaceUnderDevIsRefusedAtStart) {
   EXPECT_THAT(result.err, HasSubstr("lies under /dev"));
 }
 
+// Usage errors exit 64 and say what was wrong.
+TEST_P(RunTest, UnknownCommandsAndBadTimeoutsAreNamed) {
+  CommandResult bogus = RunAirlock({"bogus"}, Options());
+  EXPECT_EQ(bogus.exit_code, 64) << bogus;
+  EXPECT_THAT(bogus.err, HasSubstr("unknown command 'bogus'"));
+  CommandResult mcp = RunAirlock({"mcp"}, Options());
+  EXPECT_EQ(mcp.exit_code, 64) << mcp;
+  EXPECT_THAT(mcp.err, HasSubstr("planned"));
+  CommandResult zero = RunAirlock({"run", "--approval-timeout", "0", "--", "/bin/true"}, Options());
+  EXPECT_EQ(zero.exit_code, 64) << zero;
+  EXPECT_THAT(zero.err, HasSubstr("number of seconds above 0"));
+}
+
 // Reads outside the roots are allowed by default (SPEC §1); writes are not.
 TEST_P(RunTest, WriteOutsideTheWorkspaceIsRefusedWithExit3) {
   CommandResult result =
