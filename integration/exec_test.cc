@@ -30,19 +30,6 @@ using ::airlock::testing::ReadFileOrMissing;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-std::vector<std::string> ListDir(const std::string& path) {
-  std::vector<std::string> names;
-  DIR* dir = ::opendir(path.c_str());
-  if (dir == nullptr) return names;
-  while (dirent* entry = ::readdir(dir)) {
-    const std::string name = entry->d_name;
-    if (name != "." && name != "..") names.push_back(name);
-  }
-  ::closedir(dir);
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 bool Exists(const std::string& path) {
   struct stat st;
   return ::lstat(path.c_str(), &st) == 0;
@@ -85,7 +72,7 @@ class ExecTest : public ::testing::TestWithParam<RunAs> {
 
   std::vector<std::string> LeftoverCallDirs() const {
     std::vector<std::string> left;
-    for (const std::string& name : ListDir(runtime_.Child("xdg/airlock"))) {
+    for (const std::string& name : testing::SortedNames(runtime_.Child("xdg/airlock"))) {
       if (name.rfind("shell-", 0) == 0) left.push_back(name);
     }
     return left;
@@ -114,7 +101,7 @@ TEST_P(ExecTest, WritesOutsideThroughLinksAndFromDescendantsFail) {
       "(bash -c 'echo x > ", out, "/grandchild') & wait;",
       "sh -c 'sh -c \"echo x > ", out, "/nested\"'; echo done"));
   EXPECT_THAT(result.out, HasSubstr("done")) << result;
-  EXPECT_THAT(ListDir(out), ::testing::IsEmpty());
+  EXPECT_THAT(testing::SortedNames(out), ::testing::IsEmpty());
   EXPECT_FALSE(Exists("/etc/airlock-escape"));
 }
 
@@ -150,13 +137,13 @@ TEST_P(ExecTest, ProtectedAndExplicitlyProtectedPathsAreReadOnly) {
 
 TEST_P(ExecTest, MissingGitCannotBeCreatedAndNothingIsLeftBehind) {
   workspace_.Write("README", "r");
-  const std::vector<std::string> before = ListDir(workspace_.path());
+  const std::vector<std::string> before = testing::SortedNames(workspace_.path());
   CommandResult result = ExecWrite(
       "git init -q . 2>/dev/null; mkdir -p .git/hooks 2>/dev/null; echo x > .envrc;"
       "echo x > .vscode/settings.json; mkdir .claude/x; ls -a | tr '\\n' ' '; echo; echo ran");
   ASSERT_EQ(result.exit_code, 0) << result;
   EXPECT_THAT(result.out, HasSubstr("ran"));
-  EXPECT_EQ(ListDir(workspace_.path()), before) << result;
+  EXPECT_EQ(testing::SortedNames(workspace_.path()), before) << result;
 }
 
 TEST_P(ExecTest, MovingGitAsideAndRecreatingHooksChangesNothing) {
@@ -378,7 +365,7 @@ TEST_P(ExecTest, UnusableXdgRuntimeDirFallsBack) {
     EXPECT_EQ(result.exit_code, 0) << result;
     EXPECT_EQ(result.out, "ran\n");
   }
-  EXPECT_THAT(ListDir(foreign.path()), ::testing::IsEmpty());
+  EXPECT_THAT(testing::SortedNames(foreign.path()), ::testing::IsEmpty());
   EXPECT_FALSE(Exists(runtime_.Child("missing")));
 }
 
@@ -404,7 +391,7 @@ TEST_P(ExecTest, FullOutputIsReadableThroughTheReadToolAndRemovedAtExit) {
   EXPECT_THAT(result.out, HasSubstr("\"ok\":true")) << result;
   EXPECT_THAT(result.out, HasSubstr("\"content\":\"aaaaaEND\\n\"")) << result;
   EXPECT_THAT(result.out, Not(HasSubstr("PROTECTED_PATH"))) << result;
-  EXPECT_THAT(ListDir(output_dir), ::testing::IsEmpty()) << "the broker removes its files";
+  EXPECT_THAT(testing::SortedNames(output_dir), ::testing::IsEmpty()) << "the broker removes its files";
 }
 
 // SPEC §10: command line > settings.json > read-only, for `airlock exec` as for `airlock run`.

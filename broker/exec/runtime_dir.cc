@@ -219,16 +219,26 @@ absl::Status RemoveTree(const std::string& path) {
   return status;
 }
 
-int SweepStaleCallDirs(const std::string& runtime_dir) {
-  DIR* dir = ::opendir(runtime_dir.c_str());
-  if (dir == nullptr) return 0;
+namespace {
+
+// The entries of `dir` named `prefix` + the pid of a broker that no longer runs + "-…".
+std::vector<std::string> EntriesOfGoneBrokers(const std::string& dir, const char* prefix) {
   std::vector<std::string> stale;
-  while (dirent* entry = ::readdir(dir)) {
-    const pid_t pid = PidInName(entry->d_name, kCallPrefix);
+  DIR* stream = ::opendir(dir.c_str());
+  if (stream == nullptr) return stale;
+  while (dirent* entry = ::readdir(stream)) {
+    const pid_t pid = PidInName(entry->d_name, prefix);
     if (pid == 0 || !NoLongerRuns(pid)) continue;
-    stale.push_back(absl::StrCat(runtime_dir, "/", entry->d_name));
+    stale.push_back(absl::StrCat(dir, "/", entry->d_name));
   }
-  ::closedir(dir);
+  ::closedir(stream);
+  return stale;
+}
+
+}  // namespace
+
+int SweepStaleCallDirs(const std::string& runtime_dir) {
+  const std::vector<std::string> stale = EntriesOfGoneBrokers(runtime_dir, kCallPrefix);
   int removed = 0;
   for (const std::string& path : stale) {
     const absl::Status status = RemoveTree(path);
@@ -242,15 +252,7 @@ int SweepStaleCallDirs(const std::string& runtime_dir) {
 }
 
 int SweepStaleOutputFiles(const std::string& output_dir) {
-  DIR* dir = ::opendir(output_dir.c_str());
-  if (dir == nullptr) return 0;
-  std::vector<std::string> stale;
-  while (dirent* entry = ::readdir(dir)) {
-    const pid_t pid = PidInName(entry->d_name, kOutputPrefix);
-    if (pid == 0 || !NoLongerRuns(pid)) continue;
-    stale.push_back(absl::StrCat(output_dir, "/", entry->d_name));
-  }
-  ::closedir(dir);
+  const std::vector<std::string> stale = EntriesOfGoneBrokers(output_dir, kOutputPrefix);
   int removed = 0;
   for (const std::string& path : stale) {
     // Only files are ever made here: unlink(2) does not remove a directory.

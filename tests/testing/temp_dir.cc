@@ -1,9 +1,11 @@
 #include "tests/testing/temp_dir.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -48,6 +50,19 @@ std::string ReadFileOrMissing(const std::string& path) {
   std::stringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
+}
+
+std::vector<std::string> SortedNames(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* stream = ::opendir(dir.c_str());
+  if (stream == nullptr) return names;
+  while (dirent* entry = ::readdir(stream)) {
+    const std::string name = entry->d_name;
+    if (name != "." && name != "..") names.push_back(name);
+  }
+  ::closedir(stream);
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 }  // namespace airlock::testing

@@ -3,6 +3,7 @@
 #define TESTS_TESTING_TEMP_DIR_H_
 
 #include <string>
+#include <vector>
 
 namespace airlock::testing {
 
@@ -27,6 +28,8 @@ void WriteFileOrDie(const std::string& path, const std::string& content);
 std::string ReadFileOrMissing(const std::string& path);
 // Removes a tree without following links.
 void RemoveTree(const std::string& path);
+// The names in directory `dir` but "." and "..", sorted (empty when it cannot be read).
+std::vector<std::string> SortedNames(const std::string& dir);
 
 }  // namespace airlock::testing
 

@@ -172,18 +172,6 @@ TEST(ProtectionPlanTest, ReleaseRemovesOnlyWhatTheLastUserLeft) {
   EXPECT_EQ(::access(file.c_str(), F_OK), 0);
 }
 
-std::vector<std::string> Names(const std::string& dir) {
-  std::vector<std::string> names;
-  DIR* stream = ::opendir(dir.c_str());
-  while (dirent* entry = stream ? ::readdir(stream) : nullptr) {
-    const std::string name = entry->d_name;
-    if (name != "." && name != "..") names.push_back(name);
-  }
-  if (stream) ::closedir(stream);
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 TEST(ProtectionPlanTest, ReleasedMaskDirectoriesLeaveAtOnceAndAreRemovedInTheBackground) {
   TempDir root;
   WriteFileOrDie(root.Child("keep"), "k");
@@ -197,7 +185,7 @@ TEST(ProtectionPlanTest, ReleasedMaskDirectoriesLeaveAtOnceAndAreRemovedInTheBac
   EXPECT_NE(::access(root.Child(".envrc").c_str(), F_OK), 0);
   // ... and, once the background removals are done, so is everything else.
   DrainMaskRemovals();
-  EXPECT_EQ(Names(root.path()), std::vector<std::string>{"keep"});
+  EXPECT_EQ(testing::SortedNames(root.path()), std::vector<std::string>{"keep"});
 }
 
 TEST(ProtectionPlanTest, AMaskDirectorySomeoneFilledStaysWhereItIs) {
@@ -208,7 +196,7 @@ TEST(ProtectionPlanTest, AMaskDirectorySomeoneFilledStaysWhereItIs) {
   AcquireMasks({{dir, true}});
   ReleaseMasks({{dir, true}});
   DrainMaskRemovals();
-  EXPECT_EQ(Names(root.path()), std::vector<std::string>{".claude"});
+  EXPECT_EQ(testing::SortedNames(root.path()), std::vector<std::string>{".claude"});
   EXPECT_EQ(testing::ReadFileOrMissing(dir + "/settings.json"), "{}");
 }
 
@@ -383,7 +371,7 @@ TEST(ProtectionPlanTest, MasksSharedWithAnotherProcessLastUntilItsLastUser) {
   EXPECT_EQ(::access(root.Child(".envrc").c_str(), F_OK), 0) << "this process still uses it";
   ReleaseMasks(plan.masks);
   DrainMaskRemovals();
-  EXPECT_EQ(Names(root.path()), std::vector<std::string>{".profile"});
+  EXPECT_EQ(testing::SortedNames(root.path()), std::vector<std::string>{".profile"});
   for (int fd : {go[0], go[1], held[0], held[1]}) ::close(fd);
 }
 
@@ -405,7 +393,7 @@ TEST(ProtectionPlanTest, AMountPointAKilledBrokerLeftIsMaskedAndRemoved) {
   AcquireMasks(plan.masks);
   ReleaseMasks(plan.masks);
   DrainMaskRemovals();
-  EXPECT_EQ(Names(root.path()), std::vector<std::string>{});
+  EXPECT_EQ(testing::SortedNames(root.path()), std::vector<std::string>{});
 }
 
 }  // namespace

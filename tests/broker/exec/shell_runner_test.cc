@@ -24,19 +24,6 @@ using ::airlock::testing::ReadFileOrMissing;
 using ::airlock::testing::TempDir;
 using ::testing::HasSubstr;
 
-std::vector<std::string> Entries(const std::string& path) {
-  std::vector<std::string> names;
-  DIR* dir = ::opendir(path.c_str());
-  if (dir == nullptr) return names;
-  while (dirent* entry = ::readdir(dir)) {
-    const std::string name = entry->d_name;
-    if (name != "." && name != "..") names.push_back(name);
-  }
-  ::closedir(dir);
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 class ShellRunnerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -161,9 +148,9 @@ TEST_F(ShellRunnerTest, FullOutputIsInTheOutputDirectoryAndBoundedInNumber) {
   for (size_t i = 2; i < files.size(); ++i) {
     EXPECT_EQ(ReadFileOrMissing(files[i]), std::string(2000, '\0')) << files[i];
   }
-  EXPECT_EQ(Entries(runner_->output_dir()).size(), ShellRunner::kKeptFullOutputs);
+  EXPECT_EQ(testing::SortedNames(runner_->output_dir()).size(), ShellRunner::kKeptFullOutputs);
   runner_.reset();
-  EXPECT_THAT(Entries(runtime_.Child("rt-output")), ::testing::IsEmpty())
+  EXPECT_THAT(testing::SortedNames(runtime_.Child("rt-output")), ::testing::IsEmpty())
       << "a runner removes its files when it goes";
 }
 
@@ -179,7 +166,7 @@ TEST_F(ShellRunnerTest, FullOutputFilesOfBrokersGoneAreSwept) {
   ShellRunnerOptions options;
   options.runtime_dir = runner_->runtime_dir();
   AIRLOCK_ASSERT_OK_AND_ASSIGN(std::unique_ptr<ShellRunner> second, ShellRunner::Create(options));
-  EXPECT_THAT(Entries(dir), ::testing::ElementsAre("output-1-abcdef",
+  EXPECT_THAT(testing::SortedNames(dir), ::testing::ElementsAre("output-1-abcdef",
                                                    absl::StrCat("output-", ::getpid(), "-abcdef"),
                                                    "unrelated"));
 }

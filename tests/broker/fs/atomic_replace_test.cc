@@ -20,17 +20,6 @@
 namespace airlock::broker {
 namespace {
 
-std::vector<std::string> Entries(const std::string& dir) {
-  std::vector<std::string> out;
-  DIR* stream = ::opendir(dir.c_str());
-  while (dirent* entry = stream ? ::readdir(stream) : nullptr) {
-    const std::string name = entry->d_name;
-    if (name != "." && name != "..") out.push_back(name);
-  }
-  if (stream) ::closedir(stream);
-  return out;
-}
-
 class AtomicReplaceTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -59,7 +48,7 @@ TEST_F(AtomicReplaceTest, ReplacesAndCreates) {
   ASSERT_THAT(ReplaceAtomically(dir_.get(), "n", "fresh", Current("n"), {}, "n"),
               testing::IsOk());
   EXPECT_EQ(testing::ReadFileOrMissing(tmp_.Child("n")), "fresh");
-  EXPECT_THAT(Entries(tmp_.path()), ::testing::UnorderedElementsAre("t", "n"));
+  EXPECT_THAT(testing::SortedNames(tmp_.path()), ::testing::UnorderedElementsAre("t", "n"));
 }
 
 TEST_F(AtomicReplaceTest, AFailureAtAnyStepLeavesTheTargetAndNoTempFile) {
@@ -73,10 +62,10 @@ TEST_F(AtomicReplaceTest, AFailureAtAnyStepLeavesTheTargetAndNoTempFile) {
     auto status = ReplaceAtomically(dir_.get(), "t", "new", Current("t"), options, "t");
     EXPECT_THAT(status, testing::StatusIs(absl::StatusCode::kDataLoss));
     EXPECT_EQ(testing::ReadFileOrMissing(tmp_.Child("t")), "old");
-    EXPECT_THAT(Entries(tmp_.path()), ::testing::ElementsAre("t"));
+    EXPECT_THAT(testing::SortedNames(tmp_.path()), ::testing::ElementsAre("t"));
     status = ReplaceAtomically(dir_.get(), "absent", "new", Current("absent"), options, "absent");
     EXPECT_FALSE(status.ok());
-    EXPECT_THAT(Entries(tmp_.path()), ::testing::ElementsAre("t"));
+    EXPECT_THAT(testing::SortedNames(tmp_.path()), ::testing::ElementsAre("t"));
   }
 }
 
@@ -110,10 +99,10 @@ TEST_F(AtomicReplaceTest, AFailedBarrierRenamesNothingAndRemovesTheTempFile) {
   auto status = ReplaceAtomically(dir_.get(), "t", "new", Current("t"), options, "t");
   EXPECT_THAT(status, testing::StatusIs(absl::StatusCode::kInternal));
   EXPECT_EQ(testing::ReadFileOrMissing(tmp_.Child("t")), "old");
-  EXPECT_THAT(Entries(tmp_.path()), ::testing::ElementsAre("t"));
+  EXPECT_THAT(testing::SortedNames(tmp_.path()), ::testing::ElementsAre("t"));
   status = ReplaceAtomically(dir_.get(), "absent", "new", Current("absent"), options, "absent");
   EXPECT_FALSE(status.ok());
-  EXPECT_THAT(Entries(tmp_.path()), ::testing::ElementsAre("t"));
+  EXPECT_THAT(testing::SortedNames(tmp_.path()), ::testing::ElementsAre("t"));
 }
 
 TEST_F(AtomicReplaceTest, ATargetSwappedBeforeTheRenameIsStale) {
@@ -150,7 +139,7 @@ TEST_F(AtomicReplaceTest, ATargetSwappedBeforeTheRenameIsStale) {
     auto status = ReplaceAtomically(dir_.get(), "t", "new", expected, options, "t");
     EXPECT_EQ(WireCodeOf(status), v1::APPROVAL_STALE) << status;
     EXPECT_NE(testing::ReadFileOrMissing(tmp_.Child("t")), "new");
-    EXPECT_THAT(Entries(tmp_.path()), ::testing::ElementsAre("t"));
+    EXPECT_THAT(testing::SortedNames(tmp_.path()), ::testing::ElementsAre("t"));
   }
 }
 
@@ -164,7 +153,7 @@ TEST_F(AtomicReplaceTest, AnEntryAppearingForANewFileIsStale) {
   auto status = ReplaceAtomically(dir_.get(), "n", "mine", Current("n"), options, "n");
   EXPECT_EQ(WireCodeOf(status), v1::APPROVAL_STALE) << status;  // RENAME_NOREPLACE
   EXPECT_EQ(testing::ReadFileOrMissing(tmp_.Child("n")), "theirs");
-  EXPECT_THAT(Entries(tmp_.path()), ::testing::UnorderedElementsAre("t", "n"));
+  EXPECT_THAT(testing::SortedNames(tmp_.path()), ::testing::UnorderedElementsAre("t", "n"));
 }
 
 TEST_F(AtomicReplaceTest, ModeBitsAreOrdinaryOnly) {
