@@ -82,23 +82,31 @@ std::map<std::string, Hold>& Registry() {
 int HoldMountPoint(const CoveredPath& mask) {
   const char* path = mask.path.c_str();
   for (int attempt = 0; attempt < 3; ++attempt) {
-    bool made = false;
+    // Made here: marked and held through the descriptor it was made with (a directory is
+    // opened once more). Nobody else holds a new entry, so there is nothing to verify.
+    ScopedFd fd;
     if (mask.directory) {
-      made = ::mkdir(path, 0755) == 0;
+      if (::mkdir(path, 0755) == 0) fd.reset(::open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     } else {
-      ScopedFd created(::open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444));
-      if (created) {
-        made = true;
-        if (!mask.content.empty()) (void)WriteFully(created.get(), mask.content, mask.path);
-      }
+      fd.reset(::open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444));
+      if (fd && !mask.content.empty()) (void)WriteFully(fd.get(), mask.content, mask.path);
     }
-    ScopedFd fd(::open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC |
-                                 (mask.directory ? O_DIRECTORY : 0)));
+    if (fd) {
+      (void)::fsetxattr(fd.get(), kMark, "1", 1, 0);
+      (void)::flock(fd.get(), LOCK_SH);  // new: no exclusive holder can exist yet
+      return fd.release();
+    }
+    if (errno != EEXIST) return -1;
+    // There already: another process's mount point (marked) is joined; the user's own entry,
+    // made since the plan, is not ours — bwrap covers it and nobody removes it.
+    fd.reset(::open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (mask.directory ? O_DIRECTORY : 0)));
     if (!fd) return -1;
-    if (made) (void)::fsetxattr(fd.get(), kMark, "1", 1, 0);
-    // Not made by any broker: the user's entry, created since the plan. bwrap covers it;
-    // nobody removes it.
-    if (!made && ::fgetxattr(fd.get(), kMark, nullptr, 0) < 0) return -1;
+    if (::fgetxattr(fd.get(), kMark, nullptr, 0) < 0) {
+      // Unmarked: the user's, or another process's made a moment ago and not marked yet
+      // (mkdir and the mark are two steps). Look again shortly before taking it for the user's.
+      ::usleep(1000);
+      continue;
+    }
     while (::flock(fd.get(), LOCK_SH) != 0 && errno == EINTR) {
     }
     struct stat held, named;
