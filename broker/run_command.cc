@@ -300,7 +300,8 @@ absl::StatusOr<int> Run(const RunOptions& options) {
   }
   std::vector<std::string> secrets;
   for (const std::string& path : requested_secrets) {
-    AIRLOCK_ASSIGN_OR_RETURN(std::string canonical, CanonicalMaybeMissing(path, CurrentDirectory()));
+    AIRLOCK_ASSIGN_OR_RETURN(std::string canonical,
+                             CanonicalMaybeMissing(path, CurrentDirectory()));
     secrets.push_back(std::move(canonical));
   }
 

@@ -136,7 +136,8 @@ TEST_P(RunTest, LinkedAndRelativePathsProtectAndHideWhatTheyName) {
   EXPECT_THAT(result.out, HasSubstr("\"stdout\":\"listed\\n\"")) << result;
   EXPECT_EQ(testing::ReadFileOrMissing(base.Child("ws/secrets/api.key")), "original");
   struct stat st;
-  EXPECT_NE(::stat(base.Child("ws/more").c_str(), &st), 0) << "a missing --protect path stays uncreatable";
+  EXPECT_NE(::stat(base.Child("ws/more").c_str(), &st), 0)
+      << "a missing --protect path stays uncreatable";
 }
 
 // The approval socket's directory is broker state: a shell allowed Unix sockets must not reach

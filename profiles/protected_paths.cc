@@ -7,8 +7,8 @@ namespace airlock::profiles {
 
 const std::vector<std::string>& ProtectedRelativePaths() {
   static const std::vector<std::string>* const kPaths = new std::vector<std::string>{
-      ".airlock",  ".git/hooks", ".git/config", ".git/commondir", ".gitmodules", ".gitconfig", ".bashrc",
-      ".bash_profile", ".profile", ".zshrc", ".zprofile", ".envrc", ".mcp.json",
+      ".airlock", ".git/hooks", ".git/config", ".git/commondir", ".gitmodules", ".gitconfig",
+      ".bashrc", ".bash_profile", ".profile", ".zshrc", ".zprofile", ".envrc", ".mcp.json",
       ".vscode", ".idea", ".claude", ".codex", ".gemini", ".cursor",
   };
   return *kPaths;

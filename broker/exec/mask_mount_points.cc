@@ -86,7 +86,13 @@ int HoldMountPoint(const CoveredPath& mask) {
     // opened once more). Nobody else holds a new entry, so there is nothing to verify.
     ScopedFd fd;
     if (mask.directory) {
-      if (::mkdir(path, 0755) == 0) fd.reset(::open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (::mkdir(path, 0755) == 0) {
+        fd.reset(::open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (!fd) {
+          ::rmdir(path);  // not left unmarked and unheld
+          return -1;
+        }
+      }
     } else {
       fd.reset(::open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444));
       if (fd && !mask.content.empty()) (void)WriteFully(fd.get(), mask.content, mask.path);
