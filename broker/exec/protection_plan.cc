@@ -105,7 +105,9 @@ class Planner {
       if (repository_top && names.count(".git") != 0) ProtectWorktreeConfig(root, dir + "/.git");
       // A git directory anywhere (a bare repository, a submodule's under .git/modules): what
       // git runs or reads its configuration from. A linked worktree's (HEAD and commondir)
-      // takes hooks and config from its common directory: its commondir is what matters.
+      // takes hooks and config from its common directory, whose config decides whether the
+      // worktree's own config.worktree is read: it is protected in any case (an empty one,
+      // the mask of a missing one, reads as no settings).
       if (names.count("HEAD") && names.count("objects") && names.count("refs")) {
         Check(root, dir, {"hooks"}, true, false);
         Check(root, dir, {"config"}, true, true);
@@ -113,7 +115,7 @@ class Planner {
         ProtectWorktreeConfig(root, dir);
       } else if (names.count("HEAD") && names.count("commondir")) {
         Check(root, dir, {"commondir"}, true, true);
-        ProtectWorktreeConfig(root, dir);
+        Check(root, dir, {"config.worktree"}, true, true);
       }
       for (const auto& [name, type] : entries) {
         if (type != DT_DIR) continue;

@@ -263,8 +263,10 @@ TEST(ProtectionPlanTest, CommondirIsMaskedWithTheGitDirectoryItself) {
   EXPECT_EQ(ContentOfMask(plan, root.Child(".git/commondir")), ".\n");
   EXPECT_EQ(ContentOfMask(plan, root.Child(".git/modules/lib/commondir")), ".\n");
   EXPECT_THAT(plan.read_only, Contains(root.Child(".git/worktrees/wt/commondir")));
-  // A linked worktree's git directory takes hooks and config from its common directory.
+  // A linked worktree's git directory takes hooks and config from its common directory; its
+  // config.worktree (read when the common config enables it) is protected regardless.
   EXPECT_FALSE(HasAnyMask(plan, root.Child(".git/worktrees/wt/hooks")));
+  EXPECT_TRUE(HasMask(plan, root.Child(".git/worktrees/wt/config.worktree"), false));
 }
 
 TEST(ProtectionPlanTest, ConfigWorktreeIsProtectedWhereTheConfigEnablesIt) {
