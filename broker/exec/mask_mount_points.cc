@@ -2,8 +2,10 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/file.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -17,6 +19,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "platform/base/fd_io.h"
 #include "platform/base/scoped_fd.h"
@@ -32,13 +35,46 @@ constexpr char kMark[] = "user.airlock.mask";
 // (a `commondir` saying ".") was made with.
 constexpr absl::string_view kUnwrittenContents[] = {"", ".\n"};
 
-std::string Parent(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == 0 ? std::string("/") : path.substr(0, slash);
+// The directory holding `path` (canonical), opened without following a link in any
+// component, and the last component. Every change the broker makes on the host goes through
+// such a descriptor: a sandbox can swap a directory of its workspace for a link to anywhere
+// while the broker works on a mask's mount point, and a path would follow it.
+struct Entry {
+  ScopedFd parent;
+  std::string name;
+  std::string parent_path;
+};
+
+ScopedFd OpenDirectoryNoLinks(const std::string& dir) {
+  struct open_how how = {};
+  how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  ScopedFd fd(static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, dir.c_str(), &how, sizeof(how))));
+  if (fd || errno != ENOSYS) return fd;
+  // No openat2 (before Linux 5.6): one component at a time, none of them a link.
+  fd.reset(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  for (absl::string_view part : absl::StrSplit(dir, '/', absl::SkipEmpty())) {
+    if (!fd) break;
+    fd.reset(::openat(fd.get(), std::string(part).c_str(),
+                      O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  }
+  return fd;
 }
 
-bool HoldsExactly(const std::string& path, absl::string_view content) {
-  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+// Empty `parent` when `path` has no parent or its parent cannot be opened that way.
+Entry OpenEntry(const std::string& path) {
+  Entry entry;
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos || slash + 1 == path.size()) return entry;
+  entry.name = path.substr(slash + 1);
+  entry.parent_path = slash == 0 ? std::string("/") : path.substr(0, slash);
+  entry.parent = OpenDirectoryNoLinks(entry.parent_path);
+  return entry;
+}
+
+bool HoldsExactly(const Entry& entry, absl::string_view content) {
+  ScopedFd fd(::openat(entry.parent.get(), entry.name.c_str(),
+                       O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (!fd) return false;
   std::string read(content.size() + 1, '\0');
   const ssize_t n = ::read(fd.get(), read.data(), read.size());
@@ -46,18 +82,42 @@ bool HoldsExactly(const std::string& path, absl::string_view content) {
          absl::string_view(read).substr(0, content.size()) == content;
 }
 
+bool IsEmptyDirectoryAt(const Entry& entry) {
+  ScopedFd fd(::openat(entry.parent.get(), entry.name.c_str(),
+                       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) return false;
+  alignas(dirent64) char buffer[4096];
+  for (;;) {
+    const ssize_t n = ::getdents64(fd.get(), buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n == 0;
+    for (ssize_t at = 0; at < n;) {
+      const auto* dirent = reinterpret_cast<const dirent64*>(buffer + at);
+      at += dirent->d_reclen;
+      const absl::string_view name = dirent->d_name;
+      if (name != "." && name != "..") return false;
+    }
+  }
+}
+
 // An entry as the broker made it: an empty directory, or a file holding one of the contents a
 // mask is made with.
-bool IsUnwritten(const std::string& path, const struct stat& st) {
-  if (S_ISDIR(st.st_mode)) return IsEmptyDirectory(path);
+bool IsUnwritten(const Entry& entry, const struct stat& st) {
+  if (S_ISDIR(st.st_mode)) return IsEmptyDirectoryAt(entry);
   if (!S_ISREG(st.st_mode)) return false;
   for (absl::string_view content : kUnwrittenContents) {
     if (static_cast<size_t>(st.st_size) == content.size() &&
-        (content.empty() || HoldsExactly(path, content))) {
+        (content.empty() || HoldsExactly(entry, content))) {
       return true;
     }
   }
   return false;
+}
+
+// Removes the directory `path` if it is empty, through a link-free parent.
+void RemoveEmptyDirectory(const std::string& path) {
+  const Entry entry = OpenEntry(path);
+  if (entry.parent) ::unlinkat(entry.parent.get(), entry.name.c_str(), AT_REMOVEDIR);
 }
 
 // One process's hold on a mount point: the calls using it and the descriptor carrying the
@@ -80,21 +140,24 @@ std::map<std::string, Hold>& Registry() {
 // tries if it keeps being removed or replaced meanwhile: bwrap then makes one (and this
 // process will not remove it).
 int HoldMountPoint(const CoveredPath& mask) {
-  const char* path = mask.path.c_str();
+  const Entry entry = OpenEntry(mask.path);
+  if (!entry.parent) return -1;  // a link on the way (or gone): bwrap's mount fails closed
+  const int dir = entry.parent.get();
+  const char* name = entry.name.c_str();
   for (int attempt = 0; attempt < 3; ++attempt) {
     // Made here: marked and held through the descriptor it was made with (a directory is
     // opened once more). Nobody else holds a new entry, so there is nothing to verify.
     ScopedFd fd;
     if (mask.directory) {
-      if (::mkdir(path, 0755) == 0) {
-        fd.reset(::open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (::mkdirat(dir, name, 0755) == 0) {
+        fd.reset(::openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
         if (!fd) {
-          ::rmdir(path);  // not left unmarked and unheld
+          ::unlinkat(dir, name, AT_REMOVEDIR);  // not left unmarked and unheld
           return -1;
         }
       }
     } else {
-      fd.reset(::open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444));
+      fd.reset(::openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444));
       if (fd && !mask.content.empty()) (void)WriteFully(fd.get(), mask.content, mask.path);
     }
     if (fd) {
@@ -105,7 +168,8 @@ int HoldMountPoint(const CoveredPath& mask) {
     if (errno != EEXIST) return -1;
     // There already: another process's mount point (marked) is joined; the user's own entry,
     // made since the plan, is not ours — bwrap covers it and nobody removes it.
-    fd.reset(::open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (mask.directory ? O_DIRECTORY : 0)));
+    fd.reset(::openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC |
+                                     (mask.directory ? O_DIRECTORY : 0)));
     if (!fd) return -1;
     if (::fgetxattr(fd.get(), kMark, nullptr, 0) < 0) {
       // Unmarked: the user's, or another process's made a moment ago and not marked yet
@@ -116,8 +180,9 @@ int HoldMountPoint(const CoveredPath& mask) {
     while (::flock(fd.get(), LOCK_SH) != 0 && errno == EINTR) {
     }
     struct stat held, named;
-    if (::fstat(fd.get(), &held) == 0 && ::lstat(path, &named) == 0 &&
-        held.st_dev == named.st_dev && held.st_ino == named.st_ino) {
+    if (::fstat(fd.get(), &held) == 0 &&
+        ::fstatat(dir, name, &named, AT_SYMLINK_NOFOLLOW) == 0 && held.st_dev == named.st_dev &&
+        held.st_ino == named.st_ino) {
       return fd.release();
     }
     // Removed (or replaced) by its last holder between our open and our lock: again.
@@ -125,15 +190,15 @@ int HoldMountPoint(const CoveredPath& mask) {
   return -1;
 }
 
-// A sibling of `path` under kMaskAsidePrefix, never a protected name.
-std::string AsideName(const std::string& path) {
+// kMaskAsidePrefix and 16 random hex digits: never a protected name.
+std::string AsideName() {
   unsigned char bytes[8] = {};
   size_t filled = 0;
   while (filled < sizeof(bytes)) {
     const ssize_t n = ::getrandom(bytes + filled, sizeof(bytes) - filled, 0);
     if (n > 0) filled += static_cast<size_t>(n);
   }
-  std::string name = absl::StrCat(Parent(path) == "/" ? "" : Parent(path), "/", kMaskAsidePrefix);
+  std::string name = kMaskAsidePrefix;
   static constexpr char kHex[] = "0123456789abcdef";
   for (unsigned char byte : bytes) {
     name.push_back(kHex[byte >> 4]);
@@ -175,7 +240,7 @@ class MaskReaper {
       // Only if still empty: a sandbox of a later call may have written into it (it is an
       // ordinary directory of the root now), and then it stays, under its temp name. It is
       // never renamed back to the protected name.
-      ::rmdir(path.c_str());
+      RemoveEmptyDirectory(path);
       lock.lock();
       pending_.erase(path);
       busy_ = false;
@@ -201,23 +266,28 @@ MaskReaper& Reaper() {
 // unwritten entry the broker made at `path`.
 void RemoveIfLast(const std::string& path, int fd) {
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) return;  // another process still uses it
+  const Entry entry = OpenEntry(path);
+  if (!entry.parent) return;
+  const int dir = entry.parent.get();
+  const char* name = entry.name.c_str();
   struct stat held, named;
-  if (::fstat(fd, &held) != 0 || ::lstat(path.c_str(), &named) != 0 ||
-      held.st_dev != named.st_dev || held.st_ino != named.st_ino || !IsUnwritten(path, named)) {
+  if (::fstat(fd, &held) != 0 || ::fstatat(dir, name, &named, AT_SYMLINK_NOFOLLOW) != 0 ||
+      held.st_dev != named.st_dev || held.st_ino != named.st_ino ||
+      !IsUnwritten(entry, named)) {
     return;
   }
   if (S_ISREG(named.st_mode)) {
-    ::unlink(path.c_str());
+    ::unlinkat(dir, name, 0);
     return;
   }
   // Freeing a directory's block can wait for the disk (a synchronous discard on file systems
   // mounted with `discard`: about a millisecond each). The name goes now — renamed to an
   // unprotected name beside it — and the directory is removed by the reaper thread.
-  const std::string aside = AsideName(path);
-  if (::renameat2(AT_FDCWD, path.c_str(), AT_FDCWD, aside.c_str(), RENAME_NOREPLACE) == 0) {
-    Reaper().Remove(aside);
+  const std::string aside = AsideName();
+  if (::renameat2(dir, name, dir, aside.c_str(), RENAME_NOREPLACE) == 0) {
+    Reaper().Remove(absl::StrCat(entry.parent_path == "/" ? "" : entry.parent_path, "/", aside));
   } else {
-    ::rmdir(path.c_str());
+    ::unlinkat(dir, name, AT_REMOVEDIR);
   }
 }
 
@@ -254,8 +324,17 @@ bool IsHeldHere(const std::string& path) {
 bool IsMaskMountPoint(const std::string& path, const struct stat& st) {
   if (IsHeldHere(path)) return true;
   if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) return false;
-  if (::lgetxattr(path.c_str(), kMark, nullptr, 0) < 0) return false;
-  return IsUnwritten(path, st);
+  const Entry entry = OpenEntry(path);
+  if (!entry.parent) return false;
+  struct stat now;
+  if (::fstatat(entry.parent.get(), entry.name.c_str(), &now, AT_SYMLINK_NOFOLLOW) != 0) {
+    return false;
+  }
+  if (!S_ISDIR(now.st_mode) && !S_ISREG(now.st_mode)) return false;
+  ScopedFd fd(::openat(entry.parent.get(), entry.name.c_str(),
+                       O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd || ::fgetxattr(fd.get(), kMark, nullptr, 0) < 0) return false;
+  return IsUnwritten(entry, now);
 }
 
 bool IsMaskAsideName(absl::string_view name) {
@@ -267,20 +346,8 @@ bool IsMaskAsideName(absl::string_view name) {
 }
 
 bool IsEmptyDirectory(const std::string& path) {
-  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd) return false;
-  alignas(dirent64) char buffer[4096];
-  for (;;) {
-    const ssize_t n = ::getdents64(fd.get(), buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return n == 0;
-    for (ssize_t at = 0; at < n;) {
-      const auto* entry = reinterpret_cast<const dirent64*>(buffer + at);
-      at += entry->d_reclen;
-      const absl::string_view name = entry->d_name;
-      if (name != "." && name != "..") return false;
-    }
-  }
+  const Entry entry = OpenEntry(path);
+  return entry.parent && IsEmptyDirectoryAt(entry);
 }
 
 void RemoveAsideLater(const std::string& path) { Reaper().Remove(path); }

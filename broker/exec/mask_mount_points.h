@@ -16,6 +16,9 @@
 //    another process still uses it and removes it when it is done.
 // On a file system without user extended attributes the mark is missing: the mount point is
 // still held and removed by this process, but another process's scan cannot recognise it.
+// Every change on the host goes through the directory holding the entry, opened without
+// following a link in any component: the sandbox may swap a workspace directory for a link
+// to anywhere at any moment.
 #ifndef BROKER_EXEC_MASK_MOUNT_POINTS_H_
 #define BROKER_EXEC_MASK_MOUNT_POINTS_H_
 

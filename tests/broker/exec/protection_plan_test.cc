@@ -398,5 +398,36 @@ TEST(ProtectionPlanTest, AMountPointAKilledBrokerLeftIsMaskedAndRemoved) {
   EXPECT_EQ(testing::SortedNames(root.path()), std::vector<std::string>{});
 }
 
+// A sandbox can swap a directory of its workspace for a link to anywhere while the broker
+// makes or removes a mask's mount point: nothing outside may be made, renamed or removed.
+TEST(ProtectionPlanTest, MountPointsAreNeverMadeOrRemovedThroughALink) {
+  TempDir root;
+  TempDir victim;
+  ASSERT_EQ(::mkdir(victim.Child(".airlock").c_str(), 0700), 0);
+  WriteFileOrDie(victim.Child(".airlock/audit.key"), "key");
+  ASSERT_EQ(::mkdir(root.Child("real").c_str(), 0755), 0);
+  ASSERT_EQ(::symlink(victim.path().c_str(), root.Child("sub").c_str()), 0);
+  // Made through a link: refused (no hold), nothing made outside.
+  const std::vector<linux_sandbox::CoveredPath> through_link = {
+      {root.Child("sub/.envrc"), true}, {root.Child("sub/.airlock"), true}};
+  AcquireMasks(through_link);
+  ReleaseMasks(through_link);
+  DrainMaskRemovals();
+  EXPECT_EQ(testing::SortedNames(victim.path()), std::vector<std::string>{".airlock"});
+  // Made for real, then the directory is swapped for the link before the release: the
+  // release does not follow it (and leaves the real mount point, which the sandbox moved).
+  ASSERT_EQ(::unlink(root.Child("sub").c_str()), 0);
+  ASSERT_EQ(::rename(root.Child("real").c_str(), root.Child("sub").c_str()), 0);
+  const std::vector<linux_sandbox::CoveredPath> masks = {{root.Child("sub/.airlock"), true}};
+  AcquireMasks(masks);
+  ASSERT_EQ(::access(root.Child("sub/.airlock").c_str(), F_OK), 0);
+  ASSERT_EQ(::rename(root.Child("sub").c_str(), root.Child("moved").c_str()), 0);
+  ASSERT_EQ(::symlink(victim.path().c_str(), root.Child("sub").c_str()), 0);
+  ReleaseMasks(masks);
+  DrainMaskRemovals();
+  EXPECT_EQ(testing::SortedNames(victim.path()), std::vector<std::string>{".airlock"});
+  EXPECT_EQ(testing::ReadFileOrMissing(victim.Child(".airlock/audit.key")), "key");
+}
+
 }  // namespace
 }  // namespace airlock::broker
