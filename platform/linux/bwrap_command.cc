@@ -154,6 +154,29 @@ BwrapCommand& BwrapCommand::SetEnv(absl::string_view name, absl::string_view val
   return *this;
 }
 
+BwrapCommand& BwrapCommand::BindFd(int fd, absl::string_view destination) {
+  if (fd < 0) {
+    SetError(absl::InvalidArgumentError("bwrap --bind-fd: invalid descriptor"));
+    return *this;
+  }
+  if (!CheckPath("bind-fd destination", destination)) return *this;
+  options_.emplace_back("--bind-fd");
+  options_.emplace_back(absl::StrCat(fd));
+  options_.emplace_back(destination);
+  return *this;
+}
+BwrapCommand& BwrapCommand::RoBindFd(int fd, absl::string_view destination) {
+  if (fd < 0) {
+    SetError(absl::InvalidArgumentError("bwrap --ro-bind-fd: invalid descriptor"));
+    return *this;
+  }
+  if (!CheckPath("ro-bind-fd destination", destination)) return *this;
+  options_.emplace_back("--ro-bind-fd");
+  options_.emplace_back(absl::StrCat(fd));
+  options_.emplace_back(destination);
+  return *this;
+}
+
 BwrapCommand& BwrapCommand::SeccompFd(int fd) {
   if (fd < 0) {
     SetError(absl::InvalidArgumentError("bwrap --seccomp: invalid descriptor"));

@@ -20,6 +20,9 @@ namespace airlock::linux_sandbox {
 struct BwrapArgv {
   std::vector<std::string> options;
   std::vector<std::string> command;
+  // Host paths the launcher must open (no link in any component) on the descriptors named by
+  // --bind-fd / --ro-bind-fd options: descriptor kFirstSourceFd + i holds fd_sources[i].
+  std::vector<std::string> fd_sources;
 
   // The bytes for `--args FD`: each option followed by a NUL byte.
   std::string ArgsFileContents() const;
@@ -56,6 +59,10 @@ class BwrapCommand {
   BwrapCommand& Chdir(absl::string_view directory);
   BwrapCommand& ClearEnv();
   BwrapCommand& SetEnv(absl::string_view name, absl::string_view value);
+  // Binds whatever descriptor `fd` is open on (a path can be swapped for a link meanwhile;
+  // an open descriptor cannot). bwrap closes it before the command runs.
+  BwrapCommand& BindFd(int fd, absl::string_view destination);
+  BwrapCommand& RoBindFd(int fd, absl::string_view destination);
   // The seccomp program (BPF, as libseccomp exports it) is read from this descriptor.
   BwrapCommand& SeccompFd(int fd);
 

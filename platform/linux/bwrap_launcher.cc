@@ -1,6 +1,7 @@
 #include "platform/linux/bwrap_launcher.h"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -10,11 +11,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <cstdint>
 #include <mutex>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "platform/base/errno_status.h"
 #include "platform/base/fd_io.h"
@@ -125,6 +128,27 @@ absl::StatusOr<ScopedFd> MemoryFile(const char* name, absl::string_view data) {
   return fd;
 }
 
+// `path` opened as a path descriptor with no link in any component.
+ScopedFd OpenNoLinks(const std::string& path) {
+  struct open_how how = {};
+  how.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC;
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  ScopedFd fd(static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof(how))));
+  if (fd || errno != ENOSYS) return fd;
+  // No openat2 (before Linux 5.6): one component at a time, none of them a link.
+  fd.reset(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  for (absl::string_view part : absl::StrSplit(path, '/', absl::SkipEmpty())) {
+    if (!fd) break;
+    fd.reset(::openat(fd.get(), std::string(part).c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+    struct stat st;
+    if (fd && ::fstat(fd.get(), &st) == 0 && S_ISLNK(st.st_mode)) {
+      fd.reset();
+      errno = ELOOP;
+    }
+  }
+  return fd;
+}
+
 // The broker's side of kGoFd: the read end goes to the sandbox, the write end stays here until
 // "go" is said (or it is closed unsaid: the preflight then runs nothing).
 struct GoPipe {
@@ -173,6 +197,7 @@ struct PreparedInstance {
   ScopedFd ready_read;
   ScopedFd ready_write;
   GoPipe go;
+  std::vector<ScopedFd> sources;  // kFirstSourceFd + i
 
   static absl::StatusOr<PreparedInstance> Create(const ShellSandboxLayout& layout,
                                                  const SandboxCommand& command,
@@ -190,6 +215,15 @@ struct PreparedInstance {
     AIRLOCK_ASSIGN_OR_RETURN(instance.args,
                              MemoryFile("airlock-bwrap-args", argv.ArgsFileContents()));
     AIRLOCK_ASSIGN_OR_RETURN(instance.seccomp, MemoryFile("airlock-bwrap-seccomp", *program));
+    for (const std::string& path : argv.fd_sources) {
+      ScopedFd source = OpenNoLinks(path);
+      if (!source) {
+        return absl::UnavailableError(absl::StrCat(
+            "cannot open ", path, " without following a link (", std::strerror(errno),
+            "): it changed while the sandbox was laid out"));
+      }
+      instance.sources.push_back(std::move(source));
+    }
     int ready_pipe[2];
     if (::pipe2(ready_pipe, O_CLOEXEC) != 0) return LastErrnoStatus("pipe2", "preflight");
     instance.ready_read.reset(ready_pipe[0]);
@@ -200,10 +234,14 @@ struct PreparedInstance {
 
   // bwrap's descriptors 3 to 6.
   std::vector<std::pair<int, int>> Descriptors() const {
-    return {{kReadyFd, ready_write.get()},
-            {kArgsFd, args.get()},
-            {kSeccompFd, seccomp.get()},
-            {kGoFd, go.read_end.get()}};
+    std::vector<std::pair<int, int>> mapping = {{kReadyFd, ready_write.get()},
+                                                {kArgsFd, args.get()},
+                                                {kSeccompFd, seccomp.get()},
+                                                {kGoFd, go.read_end.get()}};
+    for (size_t i = 0; i < sources.size(); ++i) {
+      mapping.emplace_back(kFirstSourceFd + static_cast<int>(i), sources[i].get());
+    }
+    return mapping;
   }
 
   // The ends only the sandbox may hold (or EOF would never come), for close_after_spawn.
@@ -255,7 +293,15 @@ absl::StatusOr<BwrapArgv> BuildShellSandboxArgv(const ShellSandboxLayout& layout
     roots.push_back(root);
   }
   for (const std::string& root : layout.readonly_roots) roots.push_back(root);
-  for (const std::string& parent : SortedByDepth(layout.self_binds)) bwrap.Bind(parent, parent);
+  // Sources inside a writable root go by descriptor (kFirstSourceFd).
+  std::vector<std::string> fd_sources;
+  auto source_fd = [&fd_sources](const std::string& path) {
+    fd_sources.push_back(path);
+    return kFirstSourceFd + static_cast<int>(fd_sources.size()) - 1;
+  };
+  for (const std::string& parent : SortedByDepth(layout.self_binds)) {
+    bwrap.BindFd(source_fd(parent), parent);
+  }
 
   // Read-only re-binds and masks together, parents first.
   struct Cover {
@@ -276,7 +322,13 @@ absl::StatusOr<BwrapArgv> BuildShellSandboxArgv(const ShellSandboxLayout& layout
   std::stable_sort(covers.begin(), covers.end(), [](const Cover& a, const Cover& b) {
     return Depth(a.path) < Depth(b.path);
   });
-  for (const Cover& cover : covers) bwrap.RoBind(cover.source, cover.path);
+  for (const Cover& cover : covers) {
+    if (cover.source == cover.path) {
+      bwrap.RoBindFd(source_fd(cover.path), cover.path);  // re-bound onto itself
+    } else {
+      bwrap.RoBind(cover.source, cover.path);  // a mask: its source is the broker's
+    }
+  }
 
   for (const CoveredPath& hidden : layout.hidden) {
     // The private /tmp and the fresh /dev already hide host paths below them, unless a root
@@ -311,7 +363,9 @@ absl::StatusOr<BwrapArgv> BuildShellSandboxArgv(const ShellSandboxLayout& layout
     argv = {shell, "--noprofile", "--norc", "-c", kPreflightEval, "bash", command.shell_line};
   }
   bwrap.Command(std::move(argv));
-  return bwrap.Build();
+  AIRLOCK_ASSIGN_OR_RETURN(BwrapArgv built, bwrap.Build());
+  built.fd_sources = std::move(fd_sources);
+  return built;
 }
 
 absl::StatusOr<std::string> FindSystemBwrap() { return FindSystem("bwrap"); }

@@ -66,6 +66,10 @@ inline constexpr int kReadyFd = 3;
 inline constexpr int kArgsFd = 4;
 inline constexpr int kSeccompFd = 5;
 inline constexpr int kGoFd = 6;
+// Sources inside writable roots (pinned parents, read-only re-binds) are handed to bwrap as
+// descriptors from here on (BwrapArgv::fd_sources): a sandbox running meanwhile could swap
+// such a directory for a link to anywhere, and bwrap resolves a path source when it mounts.
+inline constexpr int kFirstSourceFd = 7;
 
 // What runs inside: exactly one of an argument vector (argv[0] may be a bare name, looked up
 // in the sandbox's PATH) or a shell command line (evaluated by the preflight's own

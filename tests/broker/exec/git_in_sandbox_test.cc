@@ -83,7 +83,10 @@ TEST_F(GitInSandboxTest, GitWorksAndCannotBeRedirected) {
       "mkdir -p evil/objects evil/refs; "
       "echo ../evil > .git/commondir 2>/dev/null || echo commondir-refused; "
       "echo x >> .git/config 2>/dev/null || echo config-refused; "
-      "echo x > .git/hooks/pre-commit 2>/dev/null || echo hooks-refused");
+      "echo x > .git/hooks/pre-commit 2>/dev/null || echo hooks-refused; "
+      // The protected paths were bound from descriptors (--bind-fd): none reaches the command.
+      "sleep 5 & until [ \"$(cat /proc/$!/comm)\" = sleep ]; do :; done; "
+      "echo fds=$(ls /proc/$!/fd | sort -n | tr '\\n' ' '); kill $!");
   // While the sandbox is set up, host git (an editor polling `git status`) keeps working.
   int host_status_during_call = -1;
   request.before_start = [&]() -> absl::Status {
@@ -93,8 +96,9 @@ TEST_F(GitInSandboxTest, GitWorksAndCannotBeRedirected) {
   AIRLOCK_ASSERT_OK_AND_ASSIGN(v1::BashResult result, runner_->Run(request));
   DrainMaskRemovals();
   EXPECT_EQ(result.exit_code(), 0) << result.stdout() << result.stderr();
-  EXPECT_THAT(result.stdout(), HasSubstr(".git\n2\n"));
+  EXPECT_THAT(result.stdout(), HasSubstr("/.git\n2\n"));
   EXPECT_THAT(result.stdout(), HasSubstr("commondir-refused\nconfig-refused\nhooks-refused\n"));
+  EXPECT_THAT(result.stdout(), HasSubstr("fds=0 1 2\n"));
   EXPECT_EQ(host_status_during_call, 0);
   struct stat st;
   EXPECT_NE(::lstat(workspace_.Child(".git/commondir").c_str(), &st), 0) << "mask left behind";

@@ -79,14 +79,30 @@ TEST(BwrapLauncherTest, WorkspaceWriteOrdersParentsBeforeProtection) {
                                BuildShellSandboxArgv(layout, {.argv = {"true"}}, "/usr/bin/bash"));
   const auto& o = argv.options;
   const int root = IndexOf(o, "--bind", "/w");
-  const int sub = IndexOf(o, "--bind", "/w/sub");
-  const int git = IndexOf(o, "--bind", "/w/sub/.git");
-  const int hooks = IndexOf(o, "--ro-bind", "/w/sub/.git/hooks");
+  // Sources inside the root go by descriptor (a sandbox running meanwhile could swap the
+  // directory for a link): "--bind-fd N DEST", descriptor N open on fd_sources[N - 7].
+  auto by_fd = [&](const std::string& flag, const std::string& path) {
+    for (size_t i = 0; i + 2 < o.size(); ++i) {
+      if (o[i] != flag || o[i + 2] != path) continue;
+      const size_t source = static_cast<size_t>(std::stoi(o[i + 1]) - kFirstSourceFd);
+      EXPECT_LT(source, argv.fd_sources.size());
+      if (source < argv.fd_sources.size()) {
+        EXPECT_EQ(argv.fd_sources[source], path);
+      }
+      return static_cast<int>(i);
+    }
+    return -1;
+  };
+  const int sub = by_fd("--bind-fd", "/w/sub");
+  const int git = by_fd("--bind-fd", "/w/sub/.git");
+  const int hooks = by_fd("--ro-bind-fd", "/w/sub/.git/hooks");
   ASSERT_GE(root, 0);
   EXPECT_GT(sub, root);
   EXPECT_GT(git, sub);
   EXPECT_GT(hooks, git);
-  EXPECT_GT(IndexOf(o, "--ro-bind", "/w/.bashrc"), root);
+  EXPECT_GT(by_fd("--ro-bind-fd", "/w/.bashrc"), root);
+  EXPECT_EQ(argv.fd_sources.size(), 4u);
+  EXPECT_EQ(IndexOf(o, "--bind", "/w/sub"), -1) << "never by path";
   const int vscode = IndexOf(o, "--ro-bind", "/w/.vscode");
   ASSERT_GT(vscode, root);
   EXPECT_EQ(o[vscode + 1], layout.empty_dir);
