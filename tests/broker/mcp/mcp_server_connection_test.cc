@@ -60,6 +60,19 @@ int ProcessesTagged(const std::string& tag) {
   return count;
 }
 
+// The tagged processes left once a killed tree has had up to `seconds` to exit: SIGKILLed
+// processes in the sandbox's pid namespace go a moment after the call that killed them
+// returns (they can no longer run anything meanwhile).
+int ProcessesTaggedAfterExit(const std::string& tag, int seconds = 5) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  int count = ProcessesTagged(tag);
+  while (count > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    count = ProcessesTagged(tag);
+  }
+  return count;
+}
+
 class McpServerConnectionTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -167,7 +180,7 @@ TEST_F(McpServerConnectionTest, WorkspaceWriteConfinesTheServer) {
   server->Stop();
   EXPECT_FALSE(server->usable());
   EXPECT_NE(::access(call_dir.c_str(), F_OK), 0);
-  EXPECT_EQ(ProcessesTagged(tag_), 0);
+  EXPECT_EQ(ProcessesTaggedAfterExit(tag_), 0);
   EXPECT_THAT(testing::SortedNames(runner_->runtime_dir()), IsEmpty());
   // The masks' mount points are gone from the workspace as well.
   EXPECT_NE(::access((workspace_ + "/.envrc").c_str(), F_OK), 0);
@@ -184,7 +197,7 @@ TEST_F(McpServerConnectionTest, DestructionKillsTheTreeAndRemovesTheCallDirector
     call_dir = server->process()->call_dir();
     EXPECT_GT(ProcessesTagged(tag_), 0);
   }
-  EXPECT_EQ(ProcessesTagged(tag_), 0);
+  EXPECT_EQ(ProcessesTaggedAfterExit(tag_), 0);
   EXPECT_NE(::access(call_dir.c_str(), F_OK), 0);
   EXPECT_EQ(SweepStaleCallDirs(runner_->runtime_dir()), 0);
 }
@@ -251,7 +264,7 @@ TEST_F(McpServerConnectionTest, StopEndsACallInFlight) {
   caller.join();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
   EXPECT_FALSE(slow.ok());
-  EXPECT_EQ(ProcessesTagged(tag_), 0);
+  EXPECT_EQ(ProcessesTaggedAfterExit(tag_), 0);
 }
 
 TEST_F(McpServerConnectionTest, CancelStopsTheServer) {
@@ -268,7 +281,7 @@ TEST_F(McpServerConnectionTest, CancelStopsTheServer) {
   EXPECT_EQ(WireCodeOf(slow.status()), v1::CANCELLED);
   // The server's work is abandoned with it: the tree is gone, a new connection is needed.
   EXPECT_FALSE(server->usable());
-  EXPECT_EQ(ProcessesTagged(tag_), 0);
+  EXPECT_EQ(ProcessesTaggedAfterExit(tag_), 0);
 }
 
 TEST_F(McpServerConnectionTest, ChattyStderrNeitherBlocksNorGrows) {
@@ -338,7 +351,7 @@ TEST_F(McpServerConnectionTest, DangerFullAccessRunsOnTheHost) {
   EXPECT_FALSE(result.is_error) << result.text;
   EXPECT_EQ(ReadFileOrMissing(outside), "h");
   server->Stop();
-  EXPECT_EQ(ProcessesTagged(tag_), 0);
+  EXPECT_EQ(ProcessesTaggedAfterExit(tag_), 0);
 }
 
 }  // namespace
