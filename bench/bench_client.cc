@@ -306,6 +306,7 @@ int ExecBreakdown(int n, const std::string& dir) {
     sandbox.layout.writable_roots = {dir};
     sandbox.command.shell_line = "true";
     const auto start = Clock::now();
+    const bool phases = with_masks && !rmdir_inline;
     if (with_masks) {
       auto plan = broker::PlanProtection({dir}, {});
       if (!plan.ok()) return -1;
@@ -313,8 +314,11 @@ int ExecBreakdown(int n, const std::string& dir) {
       sandbox.layout.self_binds = plan->self_binds;
       sandbox.layout.read_only = plan->read_only;
     }
+    const auto planned = Clock::now();
     broker::AcquireMasks(sandbox.layout.masks);
+    const auto acquired = Clock::now();
     auto result = linux_sandbox::RunInShellSandbox(sandbox);
+    const auto ran = Clock::now();
     if (rmdir_inline) {
       for (const auto& mask : sandbox.layout.masks) {
         if (mask.directory) {
@@ -325,7 +329,14 @@ int ExecBreakdown(int n, const std::string& dir) {
       }
     }
     broker::ReleaseMasks(sandbox.layout.masks);
-    const double us = Micros(Clock::now() - start);
+    const auto released = Clock::now();
+    const double us = Micros(released - start);
+    if (phases) {
+      samples["phase_plan"].push_back(Micros(planned - start));
+      samples["phase_acquire"].push_back(Micros(acquired - planned));
+      samples["phase_sandbox"].push_back(Micros(ran - acquired));
+      samples["phase_release"].push_back(Micros(released - ran));
+    }
     broker::DrainMaskRemovals();  // outside the timing, before the next launch
     (void)broker::RemoveTree(call->path);
     return result.ok() && result->status.ShellCode() == 0 ? us : -1;

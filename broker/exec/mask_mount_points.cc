@@ -61,20 +61,26 @@ ScopedFd OpenDirectoryNoLinks(const std::string& dir) {
   return fd;
 }
 
+// `path` split at its last slash; false for "/" and paths without a name.
+bool SplitLast(const std::string& path, std::string& parent, std::string& name) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos || slash + 1 == path.size()) return false;
+  parent = slash == 0 ? std::string("/") : path.substr(0, slash);
+  name = path.substr(slash + 1);
+  return true;
+}
+
 // Empty `parent` when `path` has no parent or its parent cannot be opened that way.
 Entry OpenEntry(const std::string& path) {
   Entry entry;
-  const size_t slash = path.rfind('/');
-  if (slash == std::string::npos || slash + 1 == path.size()) return entry;
-  entry.name = path.substr(slash + 1);
-  entry.parent_path = slash == 0 ? std::string("/") : path.substr(0, slash);
-  entry.parent = OpenDirectoryNoLinks(entry.parent_path);
+  if (SplitLast(path, entry.parent_path, entry.name)) {
+    entry.parent = OpenDirectoryNoLinks(entry.parent_path);
+  }
   return entry;
 }
 
-bool HoldsExactly(const Entry& entry, absl::string_view content) {
-  ScopedFd fd(::openat(entry.parent.get(), entry.name.c_str(),
-                       O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+bool HoldsExactly(int dir, const char* name, absl::string_view content) {
+  ScopedFd fd(::openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (!fd) return false;
   std::string read(content.size() + 1, '\0');
   const ssize_t n = ::read(fd.get(), read.data(), read.size());
@@ -82,42 +88,61 @@ bool HoldsExactly(const Entry& entry, absl::string_view content) {
          absl::string_view(read).substr(0, content.size()) == content;
 }
 
-bool IsEmptyDirectoryAt(const Entry& entry) {
-  ScopedFd fd(::openat(entry.parent.get(), entry.name.c_str(),
-                       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd) return false;
+// Calls `visit` with each name in the directory `fd` but "." and ".."; stops, returning false,
+// when `visit` does or the listing fails.
+template <typename Visit>
+bool ForEachName(int fd, Visit visit) {
   alignas(dirent64) char buffer[4096];
   for (;;) {
-    const ssize_t n = ::getdents64(fd.get(), buffer, sizeof(buffer));
+    const ssize_t n = ::getdents64(fd, buffer, sizeof(buffer));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return n == 0;
     for (ssize_t at = 0; at < n;) {
       const auto* dirent = reinterpret_cast<const dirent64*>(buffer + at);
       at += dirent->d_reclen;
       const absl::string_view name = dirent->d_name;
-      if (name != "." && name != "..") return false;
+      if (name != "." && name != ".." && !visit(name)) return false;
     }
   }
 }
 
+bool IsEmptyDirectoryAt(int dir, const char* name) {
+  ScopedFd fd(::openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  return fd && ForEachName(fd.get(), [](absl::string_view) { return false; });
+}
+
 // An entry as the broker made it: an empty directory, or a file holding one of the contents a
 // mask is made with.
-bool IsUnwritten(const Entry& entry, const struct stat& st) {
-  if (S_ISDIR(st.st_mode)) return IsEmptyDirectoryAt(entry);
+bool IsUnwritten(int dir, const char* name, const struct stat& st) {
+  if (S_ISDIR(st.st_mode)) return IsEmptyDirectoryAt(dir, name);
   if (!S_ISREG(st.st_mode)) return false;
   for (absl::string_view content : kUnwrittenContents) {
     if (static_cast<size_t>(st.st_size) == content.size() &&
-        (content.empty() || HoldsExactly(entry, content))) {
+        (content.empty() || HoldsExactly(dir, name, content))) {
       return true;
     }
   }
   return false;
 }
 
-// Removes the directory `path` if it is empty, through a link-free parent.
-void RemoveEmptyDirectory(const std::string& path) {
+// Removes the aside directory `path` (kMaskAsidePrefix…) through a link-free parent: first the
+// empty aside-named directories in it (the mask directories of one release, moved into it),
+// then itself. Whatever is not empty stays.
+void RemoveAsideDirectory(const std::string& path) {
   const Entry entry = OpenEntry(path);
-  if (entry.parent) ::unlinkat(entry.parent.get(), entry.name.c_str(), AT_REMOVEDIR);
+  if (!entry.parent) return;
+  ScopedFd dir(::openat(entry.parent.get(), entry.name.c_str(),
+                        O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dir) return;
+  std::vector<std::string> children;
+  ForEachName(dir.get(), [&children](absl::string_view name) {
+    if (IsMaskAsideName(name)) children.emplace_back(name);
+    return true;
+  });
+  for (const std::string& child : children) {
+    ::unlinkat(dir.get(), child.c_str(), AT_REMOVEDIR);
+  }
+  ::unlinkat(entry.parent.get(), entry.name.c_str(), AT_REMOVEDIR);
 }
 
 // One process's hold on a mount point: the calls using it and the descriptor carrying the
@@ -139,11 +164,10 @@ std::map<std::string, Hold>& Registry() {
 // Makes or joins the mount point of `mask` and holds it (a shared flock). Gives up after a few
 // tries if it keeps being removed or replaced meanwhile: bwrap then makes one (and this
 // process will not remove it).
-int HoldMountPoint(const CoveredPath& mask) {
-  const Entry entry = OpenEntry(mask.path);
-  if (!entry.parent) return -1;  // a link on the way (or gone): bwrap's mount fails closed
-  const int dir = entry.parent.get();
-  const char* name = entry.name.c_str();
+// `dir` is the mount point's directory, opened without links (-1: a link on the way, or gone;
+// bwrap's mount then fails closed).
+int HoldMountPoint(int dir, const char* name, const CoveredPath& mask) {
+  if (dir < 0) return -1;
   for (int attempt = 0; attempt < 3; ++attempt) {
     // Made here: marked and held through the descriptor it was made with (a directory is
     // opened once more). Nobody else holds a new entry, so there is nothing to verify.
@@ -237,10 +261,10 @@ class MaskReaper {
       queue_.pop_front();
       busy_ = true;
       lock.unlock();
-      // Only if still empty: a sandbox of a later call may have written into it (it is an
-      // ordinary directory of the root now), and then it stays, under its temp name. It is
-      // never renamed back to the protected name.
-      RemoveEmptyDirectory(path);
+      // Only what is still empty: a sandbox of a later call may have written into it (it is
+      // an ordinary directory of the root now), and then that stays, under its temp name. It
+      // is never renamed back to the protected name.
+      RemoveAsideDirectory(path);
       lock.lock();
       pending_.erase(path);
       busy_ = false;
@@ -262,56 +286,107 @@ MaskReaper& Reaper() {
   return *reaper;
 }
 
-// Removes the mount point `fd` holds if no other process holds it and it is still the
-// unwritten entry the broker made at `path`.
-void RemoveIfLast(const std::string& path, int fd) {
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) return;  // another process still uses it
-  const Entry entry = OpenEntry(path);
-  if (!entry.parent) return;
-  const int dir = entry.parent.get();
-  const char* name = entry.name.c_str();
-  struct stat held, named;
-  if (::fstat(fd, &held) != 0 || ::fstatat(dir, name, &named, AT_SYMLINK_NOFOLLOW) != 0 ||
-      held.st_dev != named.st_dev || held.st_ino != named.st_ino ||
-      !IsUnwritten(entry, named)) {
-    return;
+// A mount point this process was the last holder of anywhere (its exclusive flock granted),
+// by name in its directory, with the descriptor that holds it.
+struct Leaving {
+  std::string name;
+  int fd = -1;
+};
+
+// Removes what `leaving` names in the directory `parent_path` if each is still the entry held
+// and unwritten. A file is unlinked. A directory's name goes at once and the directory itself
+// later, by the reaper thread: freeing a directory's block can wait for the disk (a
+// synchronous discard on file systems mounted with `discard`, about a millisecond each) while
+// holding the lock of the directory it is removed from — the very directory where the next
+// call makes its mount points. So the directories of one release are moved together into a
+// fresh aside directory beside them and removed from there (one rmdir in the parent instead
+// of one per mask); a lone one is renamed aside in place.
+void RemoveLeaving(const std::string& parent_path, const std::vector<Leaving>& leaving) {
+  const ScopedFd parent = OpenDirectoryNoLinks(parent_path);
+  if (!parent) return;
+  const int dir = parent.get();
+  std::vector<const char*> directories;
+  for (const Leaving& entry : leaving) {
+    const char* name = entry.name.c_str();
+    struct stat held, named;
+    if (::fstat(entry.fd, &held) != 0 || ::fstatat(dir, name, &named, AT_SYMLINK_NOFOLLOW) != 0 ||
+        held.st_dev != named.st_dev || held.st_ino != named.st_ino ||
+        !IsUnwritten(dir, name, named)) {
+      continue;
+    }
+    if (S_ISREG(named.st_mode)) {
+      ::unlinkat(dir, name, 0);
+    } else {
+      directories.push_back(name);
+    }
   }
-  if (S_ISREG(named.st_mode)) {
-    ::unlinkat(dir, name, 0);
-    return;
+  if (directories.empty()) return;
+  const std::string prefix = parent_path == "/" ? "" : parent_path;
+  std::string together;
+  ScopedFd together_dir;
+  if (directories.size() > 1) {
+    together = AsideName();
+    if (::mkdirat(dir, together.c_str(), 0700) == 0) {
+      together_dir.reset(
+          ::openat(dir, together.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!together_dir) ::unlinkat(dir, together.c_str(), AT_REMOVEDIR);
+    }
   }
-  // Freeing a directory's block can wait for the disk (a synchronous discard on file systems
-  // mounted with `discard`: about a millisecond each). The name goes now — renamed to an
-  // unprotected name beside it — and the directory is removed by the reaper thread.
-  const std::string aside = AsideName();
-  if (::renameat2(dir, name, dir, aside.c_str(), RENAME_NOREPLACE) == 0) {
-    Reaper().Remove(absl::StrCat(entry.parent_path == "/" ? "" : entry.parent_path, "/", aside));
-  } else {
-    ::unlinkat(dir, name, AT_REMOVEDIR);
+  for (const char* name : directories) {
+    if (together_dir && ::renameat2(dir, name, together_dir.get(), AsideName().c_str(),
+                                    RENAME_NOREPLACE) == 0) {
+      continue;
+    }
+    const std::string aside = AsideName();
+    if (::renameat2(dir, name, dir, aside.c_str(), RENAME_NOREPLACE) == 0) {
+      Reaper().Remove(absl::StrCat(prefix, "/", aside));
+    } else {
+      ::unlinkat(dir, name, AT_REMOVEDIR);
+    }
   }
+  if (together_dir) Reaper().Remove(absl::StrCat(prefix, "/", together));
 }
 
 }  // namespace
 
 void AcquireMasks(const std::vector<CoveredPath>& masks) {
   std::lock_guard<std::mutex> lock(RegistryMutex());
+  std::string parent_path, name;
+  ScopedFd parent;  // of the previous mask: masks come sorted, siblings together
+  std::string opened;
   for (const CoveredPath& mask : masks) {
     Hold& hold = Registry()[mask.path];
-    if (hold.calls++ == 0) hold.fd = HoldMountPoint(mask);
+    if (hold.calls++ != 0) continue;
+    if (!SplitLast(mask.path, parent_path, name)) {
+      hold.fd = -1;
+      continue;
+    }
+    if (!parent || opened != parent_path) {
+      parent = OpenDirectoryNoLinks(parent_path);
+      opened = parent_path;
+    }
+    hold.fd = HoldMountPoint(parent.get(), name.c_str(), mask);
   }
 }
 
 void ReleaseMasks(const std::vector<CoveredPath>& masks) {
   std::lock_guard<std::mutex> lock(RegistryMutex());
+  std::map<std::string, std::vector<Leaving>> leaving;  // by directory
+  std::vector<ScopedFd> held;  // closed (this process's locks dropped) once all are removed
   for (const CoveredPath& mask : masks) {
     auto it = Registry().find(mask.path);
     if (it == Registry().end() || --it->second.calls > 0) continue;
-    const int fd = it->second.fd;
+    ScopedFd fd(it->second.fd);
     Registry().erase(it);
-    if (fd < 0) continue;
-    RemoveIfLast(mask.path, fd);
-    ::close(fd);  // drops this process's lock
+    if (!fd) continue;
+    std::string parent_path, name;
+    // Refused: another process still uses it, and removes it when it is done.
+    if (::flock(fd.get(), LOCK_EX | LOCK_NB) == 0 && SplitLast(mask.path, parent_path, name)) {
+      leaving[parent_path].push_back({std::move(name), fd.get()});
+    }
+    held.push_back(std::move(fd));
   }
+  for (const auto& [parent_path, entries] : leaving) RemoveLeaving(parent_path, entries);
 }
 
 void DrainMaskRemovals() { Reaper().Drain(); }
@@ -334,7 +409,7 @@ bool IsMaskMountPoint(const std::string& path, const struct stat& st) {
   ScopedFd fd(::openat(entry.parent.get(), entry.name.c_str(),
                        O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (!fd || ::fgetxattr(fd.get(), kMark, nullptr, 0) < 0) return false;
-  return IsUnwritten(entry, now);
+  return IsUnwritten(entry.parent.get(), entry.name.c_str(), now);
 }
 
 bool IsMaskAsideName(absl::string_view name) {
@@ -345,9 +420,15 @@ bool IsMaskAsideName(absl::string_view name) {
   return true;
 }
 
-bool IsEmptyDirectory(const std::string& path) {
+bool IsLeftAside(const std::string& path) {
   const Entry entry = OpenEntry(path);
-  return entry.parent && IsEmptyDirectoryAt(entry);
+  if (!entry.parent || !IsMaskAsideName(entry.name)) return false;
+  ScopedFd dir(::openat(entry.parent.get(), entry.name.c_str(),
+                        O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  return dir && ForEachName(dir.get(), [&dir](absl::string_view name) {
+           const std::string child(name);
+           return IsMaskAsideName(name) && IsEmptyDirectoryAt(dir.get(), child.c_str());
+         });
 }
 
 void RemoveAsideLater(const std::string& path) { Reaper().Remove(path); }

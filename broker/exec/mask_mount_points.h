@@ -36,9 +36,11 @@ namespace airlock::broker {
 void AcquireMasks(const std::vector<linux_sandbox::CoveredPath>& masks);
 
 // Ends one call's use; the last user anywhere removes what the broker made: a file is
-// unlinked, a directory renamed aside at once (kMaskAsidePrefix + 16 hex digits) and removed
-// by a background thread (rmdir can wait for a synchronous discard). An entry someone wrote
-// into stays. Pending removals are drained at process exit.
+// unlinked; a directory leaves its name at once — the directories of one release in one
+// directory are moved together into a fresh aside directory beside them, a lone one is renamed
+// aside (aside names: kMaskAsidePrefix + 16 hex digits) — and is removed by a background
+// thread (an rmdir can wait for a synchronous discard while holding its parent's lock). An
+// entry someone wrote into stays. Pending removals are drained at process exit.
 void ReleaseMasks(const std::vector<linux_sandbox::CoveredPath>& masks);
 
 // Waits until the background removals queued so far are done (tests; the exit handler).
@@ -56,9 +58,11 @@ inline constexpr char kMaskAsidePrefix[] = ".airlock-mask-";
 
 // kMaskAsidePrefix and 16 lowercase hex digits.
 bool IsMaskAsideName(absl::string_view name);
-bool IsEmptyDirectory(const std::string& path);
-// Queues an aside directory (one a killed broker left, found by the scan) for removal if it
-// is still empty.
+// Whether `path` is an aside directory as a release leaves it: an aside name, holding nothing
+// but empty directories with aside names (or nothing at all).
+bool IsLeftAside(const std::string& path);
+// Queues an aside directory (one a killed broker left, found by the scan) for removal: the
+// empty aside directories in it, then itself if it is empty then.
 void RemoveAsideLater(const std::string& path);
 
 }  // namespace airlock::broker

@@ -120,11 +120,11 @@ class Planner {
       for (const auto& [name, type] : entries) {
         if (type != DT_DIR) continue;
         const std::string child = absl::StrCat(dir == "/" ? "" : dir, "/", name);
-        if (IsMaskAsideName(name) && IsEmptyDirectory(child)) {
-          // A mask directory renamed aside whose removal never ran (the broker was killed
-          // first), or one queued by this process: removed in the background if it is still
-          // empty (rmdir). Nothing in it to protect or scan. One that is not empty is an
-          // ordinary directory of the root now (someone wrote into it) and is scanned.
+        if (IsLeftAside(child)) {
+          // Mask directories moved aside whose removal never ran (the broker was killed
+          // first), or ones queued by this process: removed in the background if still empty
+          // (rmdir). Nothing in them to protect or scan. One someone wrote into is an
+          // ordinary directory of the root now and is scanned.
           RemoveAsideLater(child);
           continue;
         }

@@ -188,6 +188,50 @@ TEST(ProtectionPlanTest, ReleasedMaskDirectoriesLeaveAtOnceAndAreRemovedInTheBac
   EXPECT_EQ(testing::SortedNames(root.path()), std::vector<std::string>{"keep"});
 }
 
+// The directories of one release leave through one aside directory beside them, so that the
+// parent sees one removal (and its lock held for one discard) instead of one per mask.
+TEST(ProtectionPlanTest, TheDirectoriesOfOneReleaseLeaveTogetherThroughOneAsideDirectory) {
+  TempDir root;
+  const std::vector<linux_sandbox::CoveredPath> masks = {{root.Child(".claude"), true},
+                                                         {root.Child(".git"), true},
+                                                         {root.Child(".vscode"), true}};
+  AcquireMasks(masks);
+  ReleaseMasks(masks);
+  const std::vector<std::string> left = testing::SortedNames(root.path());
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_TRUE(IsMaskAsideName(left[0])) << left[0];
+  const std::string together = root.Child(left[0]);
+  const std::vector<std::string> inside = testing::SortedNames(together);
+  EXPECT_EQ(inside.size(), 3u);
+  for (const std::string& name : inside) EXPECT_TRUE(IsMaskAsideName(name)) << name;
+  EXPECT_TRUE(IsLeftAside(together));
+  DrainMaskRemovals();
+  EXPECT_TRUE(testing::SortedNames(root.path()).empty());
+}
+
+// What a killed broker left of a release (an aside directory holding the aside mask
+// directories) is removed by the next scan; a mask directory in it that someone filled stays,
+// and so does the aside directory holding it.
+TEST(ProtectionPlanTest, TheScanSweepsAnAsideDirectoryOfMasksAndKeepsWhatWasWritten) {
+  TempDir root;
+  const std::string swept = root.Child(std::string(kMaskAsidePrefix) + "0123456789abcdef");
+  const std::string kept = root.Child(std::string(kMaskAsidePrefix) + "fedcba9876543210");
+  const std::string filled = kept + "/" + kMaskAsidePrefix + "1111111111111111";
+  for (const std::string& dir :
+       {swept, swept + "/" + kMaskAsidePrefix + "2222222222222222",
+        swept + "/" + kMaskAsidePrefix + "3333333333333333", kept, filled,
+        kept + "/" + kMaskAsidePrefix + "4444444444444444"}) {
+    ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0) << dir;
+  }
+  WriteFileOrDie(filled + "/work.txt", "kept");
+  EXPECT_TRUE(IsLeftAside(swept));
+  EXPECT_FALSE(IsLeftAside(kept)) << "holds a directory someone wrote into";
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(ProtectionPlan plan, PlanProtection({root.path()}, {}));
+  DrainMaskRemovals();
+  EXPECT_NE(::access(swept.c_str(), F_OK), 0);
+  EXPECT_EQ(testing::ReadFileOrMissing(filled + "/work.txt"), "kept");
+}
+
 TEST(ProtectionPlanTest, AMaskDirectorySomeoneFilledStaysWhereItIs) {
   TempDir root;
   const std::string dir = root.Child(".claude");
