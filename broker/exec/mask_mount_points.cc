@@ -9,9 +9,11 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -127,8 +129,8 @@ bool IsUnwritten(int dir, const char* name, const struct stat& st) {
 
 // Removes the aside directory `path` (kMaskAsidePrefix…) through a link-free parent: first the
 // empty aside-named directories in it (the mask directories of one release, moved into it),
-// then itself. Whatever is not empty stays.
-void RemoveAsideDirectory(const std::string& path) {
+// then itself. Whatever is not empty stays. `quiet` is awaited before each rmdir.
+void RemoveAsideDirectory(const std::string& path, const std::function<void()>& quiet) {
   const Entry entry = OpenEntry(path);
   if (!entry.parent) return;
   ScopedFd dir(::openat(entry.parent.get(), entry.name.c_str(),
@@ -140,8 +142,10 @@ void RemoveAsideDirectory(const std::string& path) {
     return true;
   });
   for (const std::string& child : children) {
+    quiet();
     ::unlinkat(dir.get(), child.c_str(), AT_REMOVEDIR);
   }
+  quiet();
   ::unlinkat(entry.parent.get(), entry.name.c_str(), AT_REMOVEDIR);
 }
 
@@ -231,10 +235,19 @@ std::string AsideName() {
   return name;
 }
 
-// Removes renamed-aside mask directories in the background. Drained at exit, so a process that
+// Removes aside mask directories in the background. Drained at exit, so a process that
 // returns leaves nothing behind.
+//
+// An rmdir that waits for a discard holds the lock of the directory it removes from, and a
+// call laying out its sandbox needs the locks of its workspace's directories (the scan lists
+// them, the mount points are made in them, bwrap looks them up). So each rmdir waits while any
+// call of this process is laying out (MaskSetupScope), for at most kMaxHoldOff: the removals
+// run while sandboxes run instead. One queued directory waits kMaxHoldOff at most in all, so
+// calls whose layouts keep overlapping cannot hold the removals off for ever.
 class MaskReaper {
  public:
+  static constexpr std::chrono::milliseconds kMaxHoldOff{200};
+
   void Remove(std::string path) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!pending_.insert(path).second) return;  // queued already
@@ -252,7 +265,22 @@ class MaskReaper {
     idle_.wait(lock, [this] { return queue_.empty() && !busy_; });
   }
 
+  void BeginSetup() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++setups_;
+  }
+
+  void EndSetup() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (--setups_ == 0) quiet_.notify_all();
+  }
+
  private:
+  void AwaitQuiet(std::chrono::steady_clock::time_point deadline) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    quiet_.wait_until(lock, deadline, [this] { return setups_ == 0; });
+  }
+
   void Loop() {
     std::unique_lock<std::mutex> lock(mutex_);
     while (true) {
@@ -264,7 +292,8 @@ class MaskReaper {
       // Only what is still empty: a sandbox of a later call may have written into it (it is
       // an ordinary directory of the root now), and then that stays, under its temp name. It
       // is never renamed back to the protected name.
-      RemoveAsideDirectory(path);
+      const auto deadline = std::chrono::steady_clock::now() + kMaxHoldOff;
+      RemoveAsideDirectory(path, [this, deadline] { AwaitQuiet(deadline); });
       lock.lock();
       pending_.erase(path);
       busy_ = false;
@@ -275,10 +304,12 @@ class MaskReaper {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable idle_;
+  std::condition_variable quiet_;
   std::deque<std::string> queue_;  // guarded by mutex_
   std::set<std::string> pending_;  // guarded by mutex_; queued or being removed
   bool busy_ = false;              // guarded by mutex_
   bool started_ = false;           // guarded by mutex_; the thread runs (detached)
+  int setups_ = 0;                 // guarded by mutex_; calls laying out their sandbox
 };
 
 MaskReaper& Reaper() {
@@ -390,6 +421,16 @@ void ReleaseMasks(const std::vector<CoveredPath>& masks) {
 }
 
 void DrainMaskRemovals() { Reaper().Drain(); }
+
+MaskSetupScope::MaskSetupScope() { Reaper().BeginSetup(); }
+
+MaskSetupScope::~MaskSetupScope() { End(); }
+
+void MaskSetupScope::End() {
+  if (ended_) return;
+  ended_ = true;
+  Reaper().EndSetup();
+}
 
 bool IsHeldHere(const std::string& path) {
   std::lock_guard<std::mutex> lock(RegistryMutex());

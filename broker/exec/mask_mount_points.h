@@ -46,6 +46,22 @@ void ReleaseMasks(const std::vector<linux_sandbox::CoveredPath>& masks);
 // Waits until the background removals queued so far are done (tests; the exit handler).
 void DrainMaskRemovals();
 
+// A call of this process laying out its sandbox: from before its scan until bwrap has mounted
+// its masks (End, or the end of the scope). Background removals wait meanwhile (each queued
+// directory 200 ms at most): an rmdir waiting for a discard holds its parent directory's
+// lock, which the scan, the mount points and bwrap's lookups need.
+class MaskSetupScope {
+ public:
+  MaskSetupScope();
+  ~MaskSetupScope();
+  MaskSetupScope(const MaskSetupScope&) = delete;
+  MaskSetupScope& operator=(const MaskSetupScope&) = delete;
+  void End();
+
+ private:
+  bool ended_ = false;
+};
+
 // Whether `path` (lstat'ed as `st`) is a mask's mount point in use or left behind: held by a
 // call of this process, or marked and still empty. The scan masks such an entry again rather
 // than taking it for an existing protected file.

@@ -232,6 +232,7 @@ absl::Status ShellRunner::LayOutSandbox(const ShellRequest& request, const std::
 absl::StatusOr<TreeRunResult> ShellRunner::RunSandboxed(const ShellRequest& request,
                                                         const std::string& cwd,
                                                         CancelToken* cancel) {
+  MaskSetupScope setup;
   absl::StatusOr<CallDir> call = MakeCallDir(runtime_dir_);
   if (!call.ok()) {
     return Unavailable(request.preset, absl::StrCat("cannot create the private temp directory: ",
@@ -249,8 +250,12 @@ absl::StatusOr<TreeRunResult> ShellRunner::RunSandboxed(const ShellRequest& requ
   sandbox.timeout = request.timeout;
   sandbox.cancel = cancel;
 
-  // Awaited once the instance is set up, before the preflight's "go": it overlaps bwrap.
-  sandbox.before_go = request.before_start;
+  // Awaited once the instance is set up, before the preflight's "go": it overlaps bwrap. The
+  // masks are mounted by then.
+  sandbox.before_go = [&setup, before_start = request.before_start]() -> absl::Status {
+    setup.End();
+    return before_start ? before_start() : absl::OkStatus();
+  };
   AcquireMasks(layout.masks);
   absl::StatusOr<TreeRunResult> result = linux_sandbox::RunInShellSandbox(sandbox);
   ReleaseMasks(layout.masks);

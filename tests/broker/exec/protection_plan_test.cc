@@ -209,6 +209,23 @@ TEST(ProtectionPlanTest, TheDirectoriesOfOneReleaseLeaveTogetherThroughOneAsideD
   EXPECT_TRUE(testing::SortedNames(root.path()).empty());
 }
 
+// While a call of this process lays out its sandbox, background removals wait (an rmdir
+// waiting for a discard would hold the workspace's lock the layout needs); they go on when it
+// is done.
+TEST(ProtectionPlanTest, RemovalsWaitWhileACallLaysOutItsSandbox) {
+  TempDir root;
+  const std::vector<linux_sandbox::CoveredPath> masks = {{root.Child(".claude"), true},
+                                                         {root.Child(".idea"), true}};
+  AcquireMasks(masks);
+  MaskSetupScope setup;
+  ReleaseMasks(masks);
+  ::usleep(50 * 1000);  // far longer than two rmdirs; far shorter than the hold-off bound
+  EXPECT_EQ(testing::SortedNames(root.path()).size(), 1u) << "removed during the layout";
+  setup.End();
+  DrainMaskRemovals();
+  EXPECT_TRUE(testing::SortedNames(root.path()).empty());
+}
+
 // What a killed broker left of a release (an aside directory holding the aside mask
 // directories) is removed by the next scan; a mask directory in it that someone filled stays,
 // and so does the aside directory holding it.
