@@ -2,10 +2,8 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <sys/file.h>
 #include <sys/random.h>
-#include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -25,6 +23,7 @@
 #include "absl/strings/strip.h"
 #include "platform/base/fd_io.h"
 #include "platform/base/scoped_fd.h"
+#include "platform/linux/open_no_links.h"
 
 namespace airlock::broker {
 namespace {
@@ -48,19 +47,7 @@ struct Entry {
 };
 
 ScopedFd OpenDirectoryNoLinks(const std::string& dir) {
-  struct open_how how = {};
-  how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
-  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-  ScopedFd fd(static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, dir.c_str(), &how, sizeof(how))));
-  if (fd || errno != ENOSYS) return fd;
-  // No openat2 (before Linux 5.6): one component at a time, none of them a link.
-  fd.reset(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
-  for (absl::string_view part : absl::StrSplit(dir, '/', absl::SkipEmpty())) {
-    if (!fd) break;
-    fd.reset(::openat(fd.get(), std::string(part).c_str(),
-                      O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  }
-  return fd;
+  return linux_sandbox::OpenNoLinks(dir, O_PATH | O_DIRECTORY);
 }
 
 // `path` split at its last slash; false for "/" and paths without a name.

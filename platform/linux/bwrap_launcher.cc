@@ -1,12 +1,10 @@
 #include "platform/linux/bwrap_launcher.h"
 
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,13 +15,13 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "platform/base/errno_status.h"
 #include "platform/base/fd_io.h"
 #include "platform/base/logging.h"
 #include "platform/base/scoped_fd.h"
 #include "platform/base/status_macros.h"
+#include "platform/linux/open_no_links.h"
 #include "platform/linux/shell_seccomp.h"
 
 namespace airlock::linux_sandbox {
@@ -128,26 +126,6 @@ absl::StatusOr<ScopedFd> MemoryFile(const char* name, absl::string_view data) {
   return fd;
 }
 
-// `path` opened as a path descriptor with no link in any component.
-ScopedFd OpenNoLinks(const std::string& path) {
-  struct open_how how = {};
-  how.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC;
-  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-  ScopedFd fd(static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof(how))));
-  if (fd || errno != ENOSYS) return fd;
-  // No openat2 (before Linux 5.6): one component at a time, none of them a link.
-  fd.reset(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
-  for (absl::string_view part : absl::StrSplit(path, '/', absl::SkipEmpty())) {
-    if (!fd) break;
-    fd.reset(::openat(fd.get(), std::string(part).c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
-    struct stat st;
-    if (fd && ::fstat(fd.get(), &st) == 0 && S_ISLNK(st.st_mode)) {
-      fd.reset();
-      errno = ELOOP;
-    }
-  }
-  return fd;
-}
 
 // The broker's side of kGoFd: the read end goes to the sandbox, the write end stays here until
 // "go" is said (or it is closed unsaid: the preflight then runs nothing).
@@ -216,7 +194,7 @@ struct PreparedInstance {
                              MemoryFile("airlock-bwrap-args", argv.ArgsFileContents()));
     AIRLOCK_ASSIGN_OR_RETURN(instance.seccomp, MemoryFile("airlock-bwrap-seccomp", *program));
     for (const std::string& path : argv.fd_sources) {
-      ScopedFd source = OpenNoLinks(path);
+      ScopedFd source = OpenNoLinks(path, O_PATH);
       if (!source) {
         return absl::UnavailableError(absl::StrCat(
             "cannot open ", path, " without following a link (", std::strerror(errno),
