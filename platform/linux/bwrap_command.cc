@@ -81,6 +81,17 @@ void BwrapCommand::TwoPathOp(const char* flag, absl::string_view source,
   options_.emplace_back(destination);
 }
 
+void BwrapCommand::FdPathOp(const char* flag, int fd, absl::string_view destination) {
+  if (fd < 0) {
+    SetError(absl::InvalidArgumentError(absl::StrCat("bwrap ", flag, ": invalid descriptor")));
+    return;
+  }
+  if (!CheckPath(absl::StrCat(flag + 2, " destination"), destination)) return;
+  options_.emplace_back(flag);
+  options_.emplace_back(absl::StrCat(fd));
+  options_.emplace_back(destination);
+}
+
 BwrapCommand& BwrapCommand::UnshareUser() {
   unshare_user_ = true;
   Flag("--unshare-user");
@@ -155,25 +166,11 @@ BwrapCommand& BwrapCommand::SetEnv(absl::string_view name, absl::string_view val
 }
 
 BwrapCommand& BwrapCommand::BindFd(int fd, absl::string_view destination) {
-  if (fd < 0) {
-    SetError(absl::InvalidArgumentError("bwrap --bind-fd: invalid descriptor"));
-    return *this;
-  }
-  if (!CheckPath("bind-fd destination", destination)) return *this;
-  options_.emplace_back("--bind-fd");
-  options_.emplace_back(absl::StrCat(fd));
-  options_.emplace_back(destination);
+  FdPathOp("--bind-fd", fd, destination);
   return *this;
 }
 BwrapCommand& BwrapCommand::RoBindFd(int fd, absl::string_view destination) {
-  if (fd < 0) {
-    SetError(absl::InvalidArgumentError("bwrap --ro-bind-fd: invalid descriptor"));
-    return *this;
-  }
-  if (!CheckPath("ro-bind-fd destination", destination)) return *this;
-  options_.emplace_back("--ro-bind-fd");
-  options_.emplace_back(absl::StrCat(fd));
-  options_.emplace_back(destination);
+  FdPathOp("--ro-bind-fd", fd, destination);
   return *this;
 }
 

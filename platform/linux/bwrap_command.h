@@ -76,6 +76,8 @@ class BwrapCommand {
   void Flag(const char* flag);
   void PathOp(const char* flag, absl::string_view path);
   void TwoPathOp(const char* flag, absl::string_view source, absl::string_view destination);
+  // `flag` FD DESTINATION: a source given as a descriptor.
+  void FdPathOp(const char* flag, int fd, absl::string_view destination);
   bool CheckPath(absl::string_view what, absl::string_view path);
   void SetError(absl::Status status);
 

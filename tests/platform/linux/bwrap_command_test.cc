@@ -31,6 +31,22 @@ TEST(BwrapCommandTest, OperationsBecomeArgvInOrder) {
   EXPECT_THAT(argv.command, ElementsAre("/bin/true"));
 }
 
+TEST(BwrapCommandTest, DescriptorSourcesBecomeTheirFlagsAndBadOnesFailTheBuild) {
+  BwrapCommand bwrap;
+  bwrap.BindFd(7, "/w").RoBindFd(8, "/w/.git").Command({"/bin/true"});
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(BwrapArgv argv, bwrap.Build());
+  EXPECT_THAT(argv.options, ElementsAre("--bind-fd", "7", "/w", "--ro-bind-fd", "8", "/w/.git"));
+  EXPECT_THAT(BwrapCommand().BindFd(-1, "/w").Command({"/bin/true"}).Build(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--bind-fd: invalid descriptor")));
+  EXPECT_THAT(BwrapCommand().RoBindFd(-1, "/w").Command({"/bin/true"}).Build(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--ro-bind-fd: invalid descriptor")));
+  EXPECT_FALSE(BwrapCommand().RoBindFd(3, "relative").Command({"/bin/true"}).Build().ok());
+  EXPECT_FALSE(BwrapCommand().BindFd(3, std::string("/w\0x", 4)).Command({"/bin/true"})
+                   .Build().ok());
+}
+
 TEST(BwrapCommandTest, UserCommandOnlyAfterDoubleDash) {
   BwrapCommand bwrap;
   bwrap.UnshareUser().RoBind("/", "/");
