@@ -264,16 +264,29 @@ class Planner {
     AddReadOnly(root, dir);
   }
   // `config.worktree` is read only where the repository's (protected) config enables
-  // extensions.worktreeConfig (sparse checkouts do): then it is protected like config.
+  // extensions.worktreeConfig (sparse checkouts do): then it is protected like config. So is it
+  // whenever the config cannot be told not to: one that cannot be read (a link, no permission,
+  // an error, larger than kMaxConfigBytes) or that includes other files.
   void ProtectWorktreeConfig(const std::string& root, const std::string& git_dir) {
-    ScopedFd fd(::open((git_dir + "/config").c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-    if (!fd) return;
-    std::string config(65536, '\0');
-    const ssize_t n = ::read(fd.get(), config.data(), config.size());
-    if (n <= 0) return;
-    config.resize(static_cast<size_t>(n));
-    if (!absl::StrContains(absl::AsciiStrToLower(config), "worktreeconfig")) return;
+    if (!ConfigMayEnableWorktreeConfig(git_dir + "/config")) return;
     Check(root, git_dir, {"config.worktree"}, true, true);
+  }
+  static bool ConfigMayEnableWorktreeConfig(const std::string& path) {
+    constexpr size_t kMaxConfigBytes = 1 << 20;
+    ScopedFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    if (!fd) return errno != ENOENT;  // a missing config is masked empty: no settings
+    std::string config;
+    char chunk[65536];
+    for (;;) {
+      const ssize_t n = ::read(fd.get(), chunk, sizeof(chunk));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return true;
+      if (n == 0) break;
+      config.append(chunk, static_cast<size_t>(n));
+      if (config.size() > kMaxConfigBytes) return true;
+    }
+    const std::string lower = absl::AsciiStrToLower(config);
+    return absl::StrContains(lower, "worktreeconfig") || absl::StrContains(lower, "include");
   }
 
   void AddMask(const std::string& root, const std::string& path, bool directory,

@@ -341,6 +341,29 @@ TEST(ProtectionPlanTest, ConfigWorktreeIsProtectedWhereTheConfigEnablesIt) {
   EXPECT_TRUE(HasMask(plan, root.Child(".git/config.worktree"), false));
 }
 
+// When the config cannot be told not to enable it, config.worktree is protected: a config
+// that includes other files, one too large to read whole. A config that is a link (git
+// follows it; the scan does not) makes the whole git directory read-only. A missing config is
+// masked empty and enables nothing.
+TEST(ProtectionPlanTest, ConfigWorktreeIsProtectedWhenTheConfigCannotBeRuledOut) {
+  TempDir root;
+  MakeGitDir(root.Child(".git"));
+  ::unlink(root.Child(".git/config").c_str());
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(ProtectionPlan plan, PlanProtection({root.path()}, {}));
+  EXPECT_FALSE(HasAnyMask(plan, root.Child(".git/config.worktree"))) << "no config";
+  WriteFileOrDie(root.Child("elsewhere"), "[extensions]\n\tworktreeConfig = true\n");
+  ASSERT_EQ(::symlink(root.Child("elsewhere").c_str(), root.Child(".git/config").c_str()), 0);
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(plan, PlanProtection({root.path()}, {}));
+  EXPECT_THAT(plan.read_only, Contains(root.Child(".git"))) << "a link";
+  ::unlink(root.Child(".git/config").c_str());
+  WriteFileOrDie(root.Child(".git/config"), "[include]\n\tpath = ../elsewhere\n");
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(plan, PlanProtection({root.path()}, {}));
+  EXPECT_TRUE(HasMask(plan, root.Child(".git/config.worktree"), false)) << "an include";
+  WriteFileOrDie(root.Child(".git/config"), "[core]\n" + std::string(2 << 20, '#') + "\n");
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(plan, PlanProtection({root.path()}, {}));
+  EXPECT_TRUE(HasMask(plan, root.Child(".git/config.worktree"), false)) << "too large";
+}
+
 // The mount point of a content mask is made by AcquireMasks with its content, so that host
 // git reading it meanwhile sees "." too, and removed at release only if it still says so.
 TEST(ProtectionPlanTest, AContentMaskIsMadeWithItsContentAndRemovedOnlyIfUnchanged) {
