@@ -259,12 +259,13 @@ int BareBwrap(int n, const std::string& dir) {
 }
 
 // The same with the masks of airlock's protection plan for DIR: the same mounts as airlock's
-// sandbox (SPEC §11 "the same namespaces and mounts").
-int BareBwrapMasked(int n, const std::string& dir) {
+// sandbox (SPEC §11 "the same namespaces and mounts"); with `via_bash`, running `true` the way
+// the shell tool runs a command line, in bash.
+int BareBwrapMasked(int n, const std::string& dir, bool via_bash) {
   const std::vector<linux_sandbox::CoveredPath> masks = PlannedMasks(dir);
   std::vector<double> samples;
   for (int i = 0; i < n; ++i) {
-    samples.push_back(BareBwrapOnce(dir, masks));
+    samples.push_back(BareBwrapOnce(dir, masks, via_bash));
     if (samples.back() < 0) return Fail("bare bwrap with masks failed");
   }
   PrintSamples(samples);
@@ -444,7 +445,12 @@ int main(int argc, char** argv) {
   }
   if (mode == "brokered-bash" && argc == 3) return airlock::bench::BrokeredBash(n);
   if (mode == "bare-bwrap" && argc == 4) return airlock::bench::BareBwrap(n, argv[3]);
-  if (mode == "bare-bwrap-masked" && argc == 4) return airlock::bench::BareBwrapMasked(n, argv[3]);
+  if (mode == "bare-bwrap-masked" && argc == 4) {
+    return airlock::bench::BareBwrapMasked(n, argv[3], false);
+  }
+  if (mode == "bare-bwrap-masked-bash" && argc == 4) {
+    return airlock::bench::BareBwrapMasked(n, argv[3], true);
+  }
   if (mode == "exec-breakdown" && argc == 4) return airlock::bench::ExecBreakdown(n, argv[3]);
   int per_worker = 0;
   if (mode == "load" && argc == 5 && absl::SimpleAtoi(argv[3], &per_worker) && per_worker > 0) {

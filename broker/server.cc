@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
+#include "broker/after_reply.h"
 #include "broker/wire_error.h"
 #include "platform/base/logging.h"
 #include "platform/ipc/connector.h"
@@ -217,10 +218,16 @@ void Server::ServeChannel(std::shared_ptr<ipc::Channel> channel, uint64_t channe
       } else {
         try {
           std::thread([this, channel, channel_id, request, token, &calls] {
-            v1::BrokerMessage done;
-            *done.mutable_response() = dispatcher_.Handle(request, channel_id, token.get());
-            if (absl::Status sent = channel->Send(done); !sent.ok()) {
-              DropChannel(*channel, channel_id, sent);
+            {
+              // What the call leaves for after its reply (the shell's mask release) runs when
+              // this scope ends: once the reply is sent, before the call counts as finished
+              // (a channel closing waits for it).
+              AfterReply::Scope after_reply;
+              v1::BrokerMessage done;
+              *done.mutable_response() = dispatcher_.Handle(request, channel_id, token.get());
+              if (absl::Status sent = channel->Send(done); !sent.ok()) {
+                DropChannel(*channel, channel_id, sent);
+              }
             }
             calls.Finish(request.id());
           }).detach();

@@ -252,6 +252,11 @@ class MaskReaper {
     idle_.wait(lock, [this] { return queue_.empty() && !busy_; });
   }
 
+  bool IsPending(const std::string& path) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return pending_.count(path) != 0;
+  }
+
   void BeginSetup() {
     std::lock_guard<std::mutex> lock(mutex_);
     ++setups_;
@@ -460,5 +465,7 @@ bool IsLeftAside(const std::string& path) {
 }
 
 void RemoveAsideLater(const std::string& path) { Reaper().Remove(path); }
+
+bool IsQueuedForRemoval(const std::string& path) { return Reaper().IsPending(path); }
 
 }  // namespace airlock::broker

@@ -10,6 +10,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "broker/after_reply.h"
 #include "broker/exec/runtime_dir.h"
 #include "broker/wire_error.h"
 #include "platform/base/errno_status.h"
@@ -258,12 +259,15 @@ absl::StatusOr<TreeRunResult> ShellRunner::RunSandboxed(const ShellRequest& requ
   };
   AcquireMasks(layout.masks);
   absl::StatusOr<TreeRunResult> result = linux_sandbox::RunInShellSandbox(sandbox);
-  ReleaseMasks(layout.masks);
-  const absl::Status removed = RemoveTree(call->path);
-  if (!removed.ok()) {
-    AIRLOCK_LOG(kWarning, "cannot remove the call directory ", call->path, ": ",
-                removed.message());
-  }
+  // The worker need not wait for the masks' release and the call directory's removal: after
+  // the reply (after_reply.h). Until then a later call finds the mount points held here.
+  AfterReply::Defer([masks = std::move(layout.masks), path = call->path] {
+    ReleaseMasks(masks);
+    const absl::Status removed = RemoveTree(path);
+    if (!removed.ok()) {
+      AIRLOCK_LOG(kWarning, "cannot remove the call directory ", path, ": ", removed.message());
+    }
+  });
   if (!result.ok()) {
     if (absl::IsUnavailable(result.status()) || absl::IsNotFound(result.status()) ||
         absl::IsPermissionDenied(result.status()) || absl::IsInvalidArgument(result.status())) {

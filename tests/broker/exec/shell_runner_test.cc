@@ -9,6 +9,8 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "broker/after_reply.h"
+#include "broker/exec/mask_mount_points.h"
 #include "broker/exec/runtime_dir.h"
 #include "broker/wire_error.h"
 #include "gmock/gmock.h"
@@ -283,6 +285,21 @@ TEST_F(ShellRunnerTest, MasksLeaveNothingBehind) {
   EXPECT_NE(::access(workspace_.Child(".git").c_str(), F_OK), 0);
   EXPECT_NE(::access(workspace_.Child(".vscode").c_str(), F_OK), 0);
   EXPECT_NE(::access(workspace_.Child(".bashrc").c_str(), F_OK), 0);
+}
+
+// Under a reply scope (the server's, around handling a request and sending its reply) the
+// masks' mount points are released when the scope ends, not before Run returns.
+TEST_F(ShellRunnerTest, UnderAReplyScopeMasksLeaveWhenItEnds) {
+  if (!SandboxWorks()) GTEST_SKIP() << "bwrap is not usable here";
+  {
+    AfterReply::Scope reply;
+    AIRLOCK_ASSERT_OK_AND_ASSIGN(v1::BashResult result, runner_->Run(Request("true")));
+    EXPECT_EQ(result.exit_code(), 0);
+    EXPECT_EQ(::access(workspace_.Child(".git").c_str(), F_OK), 0) << "released too early";
+  }
+  DrainMaskRemovals();
+  EXPECT_NE(::access(workspace_.Child(".git").c_str(), F_OK), 0);
+  EXPECT_TRUE(testing::SortedNames(workspace_.path()).empty());
 }
 
 }  // namespace
