@@ -1,6 +1,7 @@
 // Micro benchmarks of the broker's hot paths (Google Benchmark): the frame codec, path
 // canonicalization, one policy decision, an audit append without fsync, SHA-256, and the
-// shell sandbox's protected-path scan of a workspace.
+// shell sandbox's protected-path scan of a workspace, and compiling the shell sandbox's seccomp
+// filter (what every `airlock exec` process does once).
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include "broker/policy/decision.h"
 #include "broker/policy/policy.h"
 #include "platform/ipc/frame_codec.h"
+#include "platform/linux/shell_seccomp.h"
 #include "tests/testing/temp_dir.h"
 
 namespace airlock {
@@ -118,6 +120,15 @@ void BM_Sha256(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * data.size());
 }
 BENCHMARK(BM_Sha256)->Arg(4096)->Arg(1 << 20);
+
+void BM_ShellSeccompProgram(benchmark::State& state) {
+  for (auto _ : state) {
+    auto program = linux_sandbox::BuildShellSeccompProgram({});
+    if (!program.ok()) state.SkipWithError("cannot build the filter");
+    benchmark::DoNotOptimize(program);
+  }
+}
+BENCHMARK(BM_ShellSeccompProgram)->Unit(benchmark::kMicrosecond);
 
 // A workspace of `range(0)` plain directories (ten per parent, two levels deep) and one nested
 // repository: the scan every workspace-write shell call makes before bwrap starts.
