@@ -252,11 +252,6 @@ class MaskReaper {
     idle_.wait(lock, [this] { return queue_.empty() && !busy_; });
   }
 
-  bool IsPending(const std::string& path) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return pending_.count(path) != 0;
-  }
-
   void BeginSetup() {
     std::lock_guard<std::mutex> lock(mutex_);
     ++setups_;
@@ -454,8 +449,13 @@ bool IsMaskAsideName(absl::string_view name) {
 }
 
 bool IsLeftAside(const std::string& path) {
+  // The name first: the scan asks this of every directory it meets.
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos || !IsMaskAsideName(absl::string_view(path).substr(slash + 1))) {
+    return false;
+  }
   const Entry entry = OpenEntry(path);
-  if (!entry.parent || !IsMaskAsideName(entry.name)) return false;
+  if (!entry.parent) return false;
   ScopedFd dir(::openat(entry.parent.get(), entry.name.c_str(),
                         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   return dir && ForEachName(dir.get(), [&dir](absl::string_view name) {
@@ -465,7 +465,5 @@ bool IsLeftAside(const std::string& path) {
 }
 
 void RemoveAsideLater(const std::string& path) { Reaper().Remove(path); }
-
-bool IsQueuedForRemoval(const std::string& path) { return Reaper().IsPending(path); }
 
 }  // namespace airlock::broker

@@ -80,8 +80,6 @@ bool IsLeftAside(const std::string& path);
 // Queues an aside directory (one a killed broker left, found by the scan) for removal: the
 // empty aside directories in it, then itself if it is empty then.
 void RemoveAsideLater(const std::string& path);
-// Whether `path` is an aside directory queued for removal by this process (or being removed).
-bool IsQueuedForRemoval(const std::string& path);
 
 }  // namespace airlock::broker
 

@@ -120,9 +120,6 @@ class Planner {
       for (const auto& [name, type] : entries) {
         if (type != DT_DIR) continue;
         const std::string child = absl::StrCat(dir == "/" ? "" : dir, "/", name);
-        // This process's own aside directories waiting for removal hold only its released
-        // masks and what a sandbox put there since: nothing the sandbox did not make itself.
-        if (IsMaskAsideName(name) && IsQueuedForRemoval(child)) continue;
         if (IsLeftAside(child)) {
           // Mask directories moved aside whose removal never ran (the broker was killed
           // first), or ones queued by this process: removed in the background if still empty
