@@ -151,6 +151,11 @@ std::map<std::string, Hold>& Registry() {
   static std::map<std::string, Hold>* const registry = new std::map<std::string, Hold>;
   return *registry;
 }
+// HoldReadOnly's holds (guarded by RegistryMutex too); fd -1 when none could be taken.
+std::map<std::string, Hold>& ReadOnlyHolds() {
+  static std::map<std::string, Hold>* const holds = new std::map<std::string, Hold>;
+  return *holds;
+}
 
 // Makes or joins the mount point of `mask` and holds it (a shared flock). Gives up after a few
 // tries if it keeps being removed or replaced meanwhile: bwrap then makes one (and this
@@ -405,6 +410,38 @@ void ReleaseMasks(const std::vector<CoveredPath>& masks) {
     held.push_back(std::move(fd));
   }
   for (const auto& [parent_path, entries] : leaving) RemoveLeaving(parent_path, entries);
+}
+
+void HoldReadOnly(const std::vector<std::string>& paths) {
+  std::lock_guard<std::mutex> lock(RegistryMutex());
+  for (const std::string& path : paths) {
+    Hold& hold = ReadOnlyHolds()[path];
+    if (hold.calls++ != 0) continue;
+    const Entry entry = OpenEntry(path);
+    if (!entry.parent) continue;  // a link on the way: the read-only bind fails closed
+    ScopedFd fd(::openat(entry.parent.get(), entry.name.c_str(),
+                         O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    // Refused: someone holds it exclusively — its maker removing it now (the name goes, and
+    // the read-only bind of it fails closed), or a program of the user's locking its own file.
+    if (fd && ::flock(fd.get(), LOCK_SH | LOCK_NB) == 0) hold.fd = fd.release();
+  }
+}
+
+void ReleaseReadOnly(const std::vector<std::string>& paths) {
+  std::lock_guard<std::mutex> lock(RegistryMutex());
+  for (const std::string& path : paths) {
+    auto it = ReadOnlyHolds().find(path);
+    if (it == ReadOnlyHolds().end() || --it->second.calls > 0) continue;
+    if (it->second.fd >= 0) ::close(it->second.fd);
+    ReadOnlyHolds().erase(it);
+  }
+}
+
+bool IsUnwrittenEntry(const std::string& path, const struct stat& st) {
+  if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) return false;
+  if (S_ISREG(st.st_mode) && st.st_size > 2) return false;  // no lookup for ordinary files
+  const Entry entry = OpenEntry(path);
+  return entry.parent && IsUnwritten(entry.parent.get(), entry.name.c_str(), st);
 }
 
 void DrainMaskRemovals() { Reaper().Drain(); }

@@ -43,6 +43,18 @@ void AcquireMasks(const std::vector<linux_sandbox::CoveredPath>& masks);
 // entry someone wrote into stays. Pending removals are drained at process exit.
 void ReleaseMasks(const std::vector<linux_sandbox::CoveredPath>& masks);
 
+// Holds, for one call, existing entries its sandbox re-binds read-only that could be another
+// process's mask mount point not (yet) marked (ProtectionPlan::held_read_only): a shared flock,
+// taken without waiting, so that the process that made one is refused its exclusive lock at
+// release and leaves it in place — removing it would move the read-only mount with it and
+// make the name creatable in this sandbox. Nothing held this way is ever removed here.
+void HoldReadOnly(const std::vector<std::string>& paths);
+void ReleaseReadOnly(const std::vector<std::string>& paths);
+
+// Whether the existing entry `path` (lstat'ed as `st`) is as a broker makes a mask's mount
+// point: an empty directory, or a file holding nothing or what a content mask holds.
+bool IsUnwrittenEntry(const std::string& path, const struct stat& st);
+
 // Waits until the background removals queued so far are done (tests; the exit handler).
 void DrainMaskRemovals();
 

@@ -169,6 +169,9 @@ class Planner {
     for (const auto& [path, mask] : masks_) {
       if (!covered(path)) plan.masks.push_back(mask);
     }
+    for (const std::string& path : held_read_only_) {
+      if (!covered(path)) plan.held_read_only.push_back(path);
+    }
     return plan;
   }
 
@@ -245,6 +248,7 @@ class Planner {
       }
       if (last || !S_ISDIR(st.st_mode)) {
         AddReadOnly(root, path);
+        if (IsUnwrittenEntry(path, st)) held_read_only_.insert(path);
         return;
       }
       current = path;
@@ -300,6 +304,7 @@ class Planner {
   size_t directories_ = 0;
   std::set<std::string> self_binds_;
   std::set<std::string> read_only_;
+  std::set<std::string> held_read_only_;
   std::map<std::string, CoveredPath> masks_;
 };
 

@@ -39,6 +39,11 @@ struct ProtectionPlan {
   std::vector<std::string> self_binds;
   std::vector<std::string> read_only;
   std::vector<linux_sandbox::CoveredPath> masks;  // all missing before the call
+  // Entries of `read_only` that could be another airlock process's mask mount point that is
+  // not marked (made a moment ago, or on a file system without user extended attributes):
+  // unwritten ones (an empty directory, an empty file, a file saying "."). The call holds them
+  // (HoldReadOnly) so that their maker leaves them in place.
+  std::vector<std::string> held_read_only;
 };
 
 // `writable_roots` and `protected_paths` are canonical absolute paths (a protected path need

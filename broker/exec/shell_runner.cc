@@ -200,7 +200,8 @@ absl::StatusOr<std::string> ShellRunner::SandboxCwd(const ShellRequest& request)
 // removed.
 absl::Status ShellRunner::LayOutSandbox(const ShellRequest& request, const std::string& cwd,
                                         const CallDir* call,
-                                        linux_sandbox::ShellSandboxLayout& layout) {
+                                        linux_sandbox::ShellSandboxLayout& layout,
+                                        std::vector<std::string>& held_read_only) {
   layout.private_tmp = call->tmp;
   layout.empty_dir = call->empty_dir;
   layout.empty_file = call->empty_file;
@@ -224,6 +225,7 @@ absl::Status ShellRunner::LayOutSandbox(const ShellRequest& request, const std::
     layout.self_binds = std::move(plan->self_binds);
     layout.read_only = std::move(plan->read_only);
     layout.masks = std::move(plan->masks);
+    held_read_only = std::move(plan->held_read_only);
   } else {
     layout.readonly_roots = request.roots;
   }
@@ -241,7 +243,8 @@ absl::StatusOr<TreeRunResult> ShellRunner::RunSandboxed(const ShellRequest& requ
   }
   linux_sandbox::SandboxRunOptions sandbox;
   linux_sandbox::ShellSandboxLayout& layout = sandbox.layout;
-  AIRLOCK_RETURN_IF_ERROR(LayOutSandbox(request, cwd, &*call, layout));
+  std::vector<std::string> held_read_only;
+  AIRLOCK_RETURN_IF_ERROR(LayOutSandbox(request, cwd, &*call, layout, held_read_only));
   sandbox.command.argv = request.argv;
   sandbox.command.shell_line = request.command;
   sandbox.allow_unix_sockets = request.allow_unix_sockets;
@@ -258,11 +261,14 @@ absl::StatusOr<TreeRunResult> ShellRunner::RunSandboxed(const ShellRequest& requ
     return before_start ? before_start() : absl::OkStatus();
   };
   AcquireMasks(layout.masks);
+  HoldReadOnly(held_read_only);
   absl::StatusOr<TreeRunResult> result = linux_sandbox::RunInShellSandbox(sandbox);
   // The worker need not wait for the masks' release and the call directory's removal: after
   // the reply (after_reply.h). Until then a later call finds the mount points held here.
-  AfterReply::Defer([masks = std::move(layout.masks), path = call->path] {
+  AfterReply::Defer([masks = std::move(layout.masks), held = std::move(held_read_only),
+                     path = call->path] {
     ReleaseMasks(masks);
+    ReleaseReadOnly(held);
     const absl::Status removed = RemoveTree(path);
     if (!removed.ok()) {
       AIRLOCK_LOG(kWarning, "cannot remove the call directory ", path, ": ", removed.message());
@@ -320,6 +326,7 @@ void SandboxedProcess::Stop() {
   stopped_ = true;
   process_->Kill();
   if (!masks_.empty()) ReleaseMasks(masks_);
+  if (!held_read_only_.empty()) ReleaseReadOnly(held_read_only_);
   if (!call_dir_.empty()) {
     const absl::Status removed = RemoveTree(call_dir_);
     if (!removed.ok()) {
@@ -357,17 +364,20 @@ absl::StatusOr<std::unique_ptr<SandboxedProcess>> ShellRunner::Start(
                                                     call.status().message()));
   }
   linux_sandbox::SandboxStartOptions sandbox;
-  AIRLOCK_RETURN_IF_ERROR(LayOutSandbox(shell, cwd, &*call, sandbox.layout));
+  std::vector<std::string> held_read_only;
+  AIRLOCK_RETURN_IF_ERROR(LayOutSandbox(shell, cwd, &*call, sandbox.layout, held_read_only));
   sandbox.argv = request.argv;
   sandbox.allow_unix_sockets = request.allow_unix_sockets;
   sandbox.ready_timeout = request.start_timeout;
 
   // The masks' mount points stay on the host as long as the server runs.
   AcquireMasks(sandbox.layout.masks);
+  HoldReadOnly(held_read_only);
   absl::StatusOr<std::unique_ptr<KeptProcess>> process =
       linux_sandbox::StartInShellSandbox(sandbox);
   if (!process.ok()) {
     ReleaseMasks(sandbox.layout.masks);
+    ReleaseReadOnly(held_read_only);
     const absl::Status removed = RemoveTree(call->path);
     if (!removed.ok()) {
       AIRLOCK_LOG(kWarning, "cannot remove the call directory ", call->path, ": ",
@@ -376,7 +386,8 @@ absl::StatusOr<std::unique_ptr<SandboxedProcess>> ShellRunner::Start(
     return Unavailable(request.preset, process.status().message());
   }
   return std::unique_ptr<SandboxedProcess>(new SandboxedProcess(
-      std::move(*process), request.preset, call->path, std::move(sandbox.layout.masks)));
+      std::move(*process), request.preset, call->path, std::move(sandbox.layout.masks),
+      std::move(held_read_only)));
 }
 
 absl::StatusOr<std::unique_ptr<SandboxedProcess>> ShellRunner::StartOnHost(
@@ -397,7 +408,7 @@ absl::StatusOr<std::unique_ptr<SandboxedProcess>> ShellRunner::StartOnHost(
   AIRLOCK_ASSIGN_OR_RETURN(std::unique_ptr<KeptProcess> process,
                            KeptProcess::Start(std::move(kept)));
   return std::unique_ptr<SandboxedProcess>(
-      new SandboxedProcess(std::move(process), request.preset, std::string(), {}));
+      new SandboxedProcess(std::move(process), request.preset, std::string(), {}, {}));
 }
 
 }  // namespace airlock::broker

@@ -109,16 +109,19 @@ class SandboxedProcess {
  private:
   friend class ShellRunner;
   SandboxedProcess(std::unique_ptr<KeptProcess> process, v1::Preset preset,
-                   std::string call_dir, std::vector<linux_sandbox::CoveredPath> masks)
+                   std::string call_dir, std::vector<linux_sandbox::CoveredPath> masks,
+                   std::vector<std::string> held_read_only)
       : process_(std::move(process)),
         preset_(preset),
         call_dir_(std::move(call_dir)),
-        masks_(std::move(masks)) {}
+        masks_(std::move(masks)),
+        held_read_only_(std::move(held_read_only)) {}
 
   std::unique_ptr<KeptProcess> process_;
   v1::Preset preset_;
   std::string call_dir_;
   std::vector<linux_sandbox::CoveredPath> masks_;
+  std::vector<std::string> held_read_only_;
   bool stopped_ = false;
 };
 
@@ -168,8 +171,10 @@ class ShellRunner {
                                              const std::string& cwd, CancelToken* cancel);
   absl::StatusOr<TreeRunResult> RunOnHost(const ShellRequest& request, CancelToken* cancel);
   absl::StatusOr<std::string> SandboxCwd(const ShellRequest& request);
+  // Also says which of the read-only entries the call must hold (HoldReadOnly).
   absl::Status LayOutSandbox(const ShellRequest& request, const std::string& cwd,
-                             const CallDir* call, linux_sandbox::ShellSandboxLayout& layout);
+                             const CallDir* call, linux_sandbox::ShellSandboxLayout& layout,
+                             std::vector<std::string>& held_read_only);
   absl::StatusOr<std::unique_ptr<SandboxedProcess>> StartOnHost(
       const ServerProcessRequest& request);
 

@@ -1,6 +1,8 @@
 #include "broker/exec/protection_plan.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
@@ -12,6 +14,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "platform/base/scoped_fd.h"
 #include "profiles/protected_paths.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
@@ -24,6 +27,7 @@ using ::airlock::testing::TempDir;
 using ::airlock::testing::WriteFileOrDie;
 using ::testing::Contains;
 using ::testing::Not;
+using ::testing::UnorderedElementsAre;
 
 bool HasMask(const ProtectionPlan& plan, const std::string& path, bool directory) {
   return std::any_of(plan.masks.begin(), plan.masks.end(), [&](const auto& mask) {
@@ -378,6 +382,34 @@ TEST(ProtectionPlanTest, AContentMaskIsMadeWithItsContentAndRemovedOnlyIfUnchang
   WriteFileOrDie(mask.path, "../evil\n");
   ReleaseMasks({mask});
   EXPECT_EQ(testing::ReadFileOrMissing(mask.path), "../evil\n") << "not ours any more: left";
+}
+
+// An unwritten protected entry that carries no mark — another airlock process's mask mount
+// point made a moment ago (mkdir, then the mark), or any of them on a file system without
+// user extended attributes — is re-bound read-only and held for the call: its maker's
+// exclusive lock is refused, so it does not remove it (the read-only mount would move with
+// it and the name become creatable in this sandbox). The user's written files are not held.
+TEST(ProtectionPlanTest, UnmarkedUnwrittenEntriesAreHeldSoTheirMakerLeavesThem) {
+  TempDir root;
+  ASSERT_EQ(::mkdir(root.Child(".envrc").c_str(), 0755), 0);  // unmarked, empty
+  WriteFileOrDie(root.Child(".profile"), "");                   // unmarked, empty
+  WriteFileOrDie(root.Child(".bashrc"), "export PS1=x\n");      // the user's, written
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(ProtectionPlan plan, PlanProtection({root.path()}, {}));
+  EXPECT_THAT(plan.read_only, Contains(root.Child(".envrc")));
+  EXPECT_THAT(plan.held_read_only,
+              UnorderedElementsAre(root.Child(".envrc"), root.Child(".profile")));
+  // The maker's release: an exclusive lock without waiting, on its own open file.
+  ScopedFd maker(::open(root.Child(".envrc").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_TRUE(maker);
+  HoldReadOnly(plan.held_read_only);
+  EXPECT_NE(::flock(maker.get(), LOCK_EX | LOCK_NB), 0) << "the maker would remove it";
+  HoldReadOnly(plan.held_read_only);  // a second call of this process
+  ReleaseReadOnly(plan.held_read_only);
+  EXPECT_NE(::flock(maker.get(), LOCK_EX | LOCK_NB), 0) << "still held by the other call";
+  ReleaseReadOnly(plan.held_read_only);
+  EXPECT_EQ(::flock(maker.get(), LOCK_EX | LOCK_NB), 0) << "released";
+  EXPECT_EQ(::access(root.Child(".envrc").c_str(), F_OK), 0) << "never removed here";
+  EXPECT_EQ(::access(root.Child(".profile").c_str(), F_OK), 0);
 }
 
 // A directory with a mask's aside name that someone filled is an ordinary directory: it is
