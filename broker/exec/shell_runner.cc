@@ -265,8 +265,8 @@ absl::StatusOr<TreeRunResult> ShellRunner::RunSandboxed(const ShellRequest& requ
   absl::StatusOr<TreeRunResult> result = linux_sandbox::RunInShellSandbox(sandbox);
   // The worker need not wait for the masks' release and the call directory's removal: after
   // the reply (after_reply.h). Until then a later call finds the mount points held here.
-  AfterReply::Defer([masks = std::move(layout.masks), held = std::move(held_read_only),
-                     path = call->path] {
+  DeferCleanup([masks = std::move(layout.masks), held = std::move(held_read_only),
+                path = call->path] {
     ReleaseMasks(masks);
     ReleaseReadOnly(held);
     const absl::Status removed = RemoveTree(path);
@@ -284,8 +284,31 @@ absl::StatusOr<TreeRunResult> ShellRunner::RunSandboxed(const ShellRequest& requ
   return result;
 }
 
+void ShellRunner::DeferCleanup(std::function<void()> work) {
+  auto cleanup = std::make_shared<Cleanup>();
+  cleanup->work = std::move(work);
+  {
+    std::lock_guard<std::mutex> lock(cleanups_mutex_);
+    std::erase_if(cleanups_, [](const std::weak_ptr<Cleanup>& c) { return c.expired(); });
+    cleanups_.push_back(cleanup);
+  }
+  AfterReply::Defer([cleanup] { cleanup->Run(); });
+}
+
+void ShellRunner::RunPendingCleanups() {
+  std::vector<std::shared_ptr<Cleanup>> pending;
+  {
+    std::lock_guard<std::mutex> lock(cleanups_mutex_);
+    for (const std::weak_ptr<Cleanup>& c : cleanups_) {
+      if (std::shared_ptr<Cleanup> alive = c.lock()) pending.push_back(std::move(alive));
+    }
+  }
+  for (const std::shared_ptr<Cleanup>& cleanup : pending) cleanup->Run();
+}
+
 absl::StatusOr<TreeRunResult> ShellRunner::RunOnHost(const ShellRequest& request,
                                                      CancelToken* cancel) {
+  RunPendingCleanups();
   const std::vector<std::string> env = HostEnvironment();
   TreeRunOptions run;
   if (request.argv.empty()) {
@@ -392,6 +415,7 @@ absl::StatusOr<std::unique_ptr<SandboxedProcess>> ShellRunner::Start(
 
 absl::StatusOr<std::unique_ptr<SandboxedProcess>> ShellRunner::StartOnHost(
     const ServerProcessRequest& request) {
+  RunPendingCleanups();
   const std::vector<std::string> env = HostEnvironment();
   KeptProcess::Options kept;
   std::string path = LookUp(env, "PATH");

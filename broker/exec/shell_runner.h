@@ -181,11 +181,26 @@ class ShellRunner {
   // Records a full-output file handed out in a result; removes the ones past the bound.
   void KeepFullOutput(const std::string& path);
 
+  // A sandboxed call's cleanup (its masks' release, its read-only holds, its call directory),
+  // deferred until its reply is sent (after_reply.h) and run once: by the call's thread then,
+  // or earlier by a command about to run on the host, which must find the workspace without
+  // the mount points (a later sandboxed call needs no such thing: it masks them again).
+  struct Cleanup {
+    std::once_flag once;
+    std::function<void()> work;
+    void Run() { std::call_once(once, work); }
+  };
+  void DeferCleanup(std::function<void()> work);
+  // Runs every cleanup still pending (waits for one running on another thread).
+  void RunPendingCleanups();
+
   ShellRunnerOptions options_;
   std::string runtime_dir_;
   std::string output_dir_;
   std::mutex full_outputs_mutex_;
   std::deque<std::string> full_outputs_;  // oldest first
+  std::mutex cleanups_mutex_;
+  std::vector<std::weak_ptr<Cleanup>> cleanups_;  // guarded by cleanups_mutex_; pending ones
 };
 
 // The environment a sandboxed command sees: PATH, HOME, LANG, LC_ALL, TERM, TZ from `host`

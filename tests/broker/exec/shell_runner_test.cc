@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "broker/after_reply.h"
 #include "broker/exec/mask_mount_points.h"
 #include "broker/exec/runtime_dir.h"
@@ -300,6 +301,24 @@ TEST_F(ShellRunnerTest, UnderAReplyScopeMasksLeaveWhenItEnds) {
   DrainMaskRemovals();
   EXPECT_NE(::access(workspace_.Child(".git").c_str(), F_OK), 0);
   EXPECT_TRUE(testing::SortedNames(workspace_.path()).empty());
+}
+
+// A command about to run on the host (danger-full-access, an approved escalation) must find
+// the workspace as the user has it: the pending release of earlier calls' masks runs first,
+// even under the same reply scope.
+TEST_F(ShellRunnerTest, AHostCommandFindsNoMaskLeftFromEarlierCalls) {
+  if (!SandboxWorks()) GTEST_SKIP() << "bwrap is not usable here";
+  AfterReply::Scope reply;
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(v1::BashResult sandboxed, runner_->Run(Request("true")));
+  ASSERT_EQ(::access(workspace_.Child(".git").c_str(), F_OK), 0) << "not deferred";
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(
+      v1::BashResult host,
+      runner_->Run(Request("ls -A " + workspace_.path(), v1::PRESET_DANGER_FULL_ACCESS)));
+  // Only the aside directory they left through (removed in the background) may show.
+  for (absl::string_view name : absl::StrSplit(host.stdout(), '\n', absl::SkipEmpty())) {
+    EXPECT_TRUE(IsMaskAsideName(name)) << "the host command saw " << name;
+  }
+  EXPECT_NE(::access(workspace_.Child(".git").c_str(), F_OK), 0);
 }
 
 }  // namespace
