@@ -10,6 +10,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <map>
@@ -151,11 +152,7 @@ std::map<std::string, Hold>& Registry() {
   static std::map<std::string, Hold>* const registry = new std::map<std::string, Hold>;
   return *registry;
 }
-// HoldReadOnly's holds (guarded by RegistryMutex too); fd -1 when none could be taken.
-std::map<std::string, Hold>& ReadOnlyHolds() {
-  static std::map<std::string, Hold>* const holds = new std::map<std::string, Hold>;
-  return *holds;
-}
+
 
 // Makes or joins the mount point of `mask` and holds it (a shared flock). Gives up after a few
 // tries if it keeps being removed or replaced meanwhile: bwrap then makes one (and this
@@ -197,7 +194,13 @@ int HoldMountPoint(int dir, const char* name, const CoveredPath& mask) {
       ::usleep(1000);
       continue;
     }
-    while (::flock(fd.get(), LOCK_SH) != 0 && errno == EINTR) {
+    // Without waiting, under the registry mutex: an exclusive holder is its last user
+    // removing it right now (the name goes; look again) — or a sandbox that planted a marked
+    // entry and locks it, which must not stall the broker: given up after the last attempt
+    // (bwrap then mounts the mask over whatever is there; nobody removes it).
+    if (::flock(fd.get(), LOCK_SH | LOCK_NB) != 0) {
+      ::usleep(200);
+      continue;
     }
     struct stat held, named;
     if (::fstat(fd.get(), &held) == 0 &&
@@ -373,6 +376,7 @@ void RemoveLeaving(const std::string& parent_path, const std::vector<Leaving>& l
 }  // namespace
 
 void AcquireMasks(const std::vector<CoveredPath>& masks) {
+  if (masks.empty()) return;
   std::lock_guard<std::mutex> lock(RegistryMutex());
   std::string parent_path, name;
   ScopedFd parent;  // of the previous mask: masks come sorted, siblings together
@@ -393,6 +397,7 @@ void AcquireMasks(const std::vector<CoveredPath>& masks) {
 }
 
 void ReleaseMasks(const std::vector<CoveredPath>& masks) {
+  if (masks.empty()) return;
   std::lock_guard<std::mutex> lock(RegistryMutex());
   std::map<std::string, std::vector<Leaving>> leaving;  // by directory
   std::vector<ScopedFd> held;  // closed (this process's locks dropped) once all are removed
@@ -412,29 +417,39 @@ void ReleaseMasks(const std::vector<CoveredPath>& masks) {
   for (const auto& [parent_path, entries] : leaving) RemoveLeaving(parent_path, entries);
 }
 
-void HoldReadOnly(const std::vector<std::string>& paths) {
-  std::lock_guard<std::mutex> lock(RegistryMutex());
+absl::StatusOr<ReadOnlyHolds> ReadOnlyHolds::Take(const std::vector<std::string>& paths) {
+  ReadOnlyHolds holds;
   for (const std::string& path : paths) {
-    Hold& hold = ReadOnlyHolds()[path];
-    if (hold.calls++ != 0) continue;
     const Entry entry = OpenEntry(path);
-    if (!entry.parent) continue;  // a link on the way: the read-only bind fails closed
-    ScopedFd fd(::openat(entry.parent.get(), entry.name.c_str(),
-                         O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-    // Refused: someone holds it exclusively — its maker removing it now (the name goes, and
-    // the read-only bind of it fails closed), or a program of the user's locking its own file.
-    if (fd && ::flock(fd.get(), LOCK_SH | LOCK_NB) == 0) hold.fd = fd.release();
+    ScopedFd fd;
+    if (entry.parent) {
+      fd.reset(::openat(entry.parent.get(), entry.name.c_str(),
+                        O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    }
+    struct stat st;
+    if (!fd || ::flock(fd.get(), LOCK_SH | LOCK_NB) != 0 || ::fstat(fd.get(), &st) != 0) {
+      return absl::UnavailableError(absl::StrCat(
+          "the protected entry ", path, " changed while the sandbox was laid out (",
+          std::strerror(errno), "); nothing ran, try again"));
+    }
+    holds.held_.push_back({path, std::move(fd), st.st_dev, st.st_ino});
   }
+  return holds;
 }
 
-void ReleaseReadOnly(const std::vector<std::string>& paths) {
-  std::lock_guard<std::mutex> lock(RegistryMutex());
-  for (const std::string& path : paths) {
-    auto it = ReadOnlyHolds().find(path);
-    if (it == ReadOnlyHolds().end() || --it->second.calls > 0) continue;
-    if (it->second.fd >= 0) ::close(it->second.fd);
-    ReadOnlyHolds().erase(it);
+absl::Status ReadOnlyHolds::StillInPlace() const {
+  for (const Held& held : held_) {
+    const Entry entry = OpenEntry(held.path);
+    struct stat st;
+    if (!entry.parent ||
+        ::fstatat(entry.parent.get(), entry.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        st.st_dev != held.device || st.st_ino != held.inode) {
+      return absl::UnavailableError(absl::StrCat(
+          "the protected entry ", held.path,
+          " was replaced while the sandbox was set up; nothing ran, try again"));
+    }
   }
+  return absl::OkStatus();
 }
 
 bool IsUnwrittenEntry(const std::string& path, const struct stat& st) {

@@ -27,7 +27,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "platform/base/scoped_fd.h"
 #include "platform/linux/bwrap_launcher.h"
 
 namespace airlock::broker {
@@ -43,13 +45,30 @@ void AcquireMasks(const std::vector<linux_sandbox::CoveredPath>& masks);
 // entry someone wrote into stays. Pending removals are drained at process exit.
 void ReleaseMasks(const std::vector<linux_sandbox::CoveredPath>& masks);
 
-// Holds, for one call, existing entries its sandbox re-binds read-only that could be another
-// process's mask mount point not (yet) marked (ProtectionPlan::held_read_only): a shared flock,
-// taken without waiting, so that the process that made one is refused its exclusive lock at
-// release and leaves it in place — removing it would move the read-only mount with it and
-// make the name creatable in this sandbox. Nothing held this way is ever removed here.
-void HoldReadOnly(const std::vector<std::string>& paths);
-void ReleaseReadOnly(const std::vector<std::string>& paths);
+// One call's hold on existing entries its sandbox re-binds read-only that could be another
+// process's mask mount point not (yet) marked (ProtectionPlan::held_read_only): a shared flock
+// on each, taken without waiting, so that the process that made one is refused its exclusive
+// lock at release and leaves it in place — removing it would move the read-only mount with it
+// and make the name creatable in this sandbox. Nothing held this way is ever removed here.
+// Each call holds on its own (its own descriptors); the locks go with the object.
+class ReadOnlyHolds {
+ public:
+  // Unavailable when an entry cannot be held — gone, or held exclusively (its maker removing
+  // it right now): the call is refused rather than run with a read-only bind nobody holds.
+  static absl::StatusOr<ReadOnlyHolds> Take(const std::vector<std::string>& paths);
+  // Unavailable unless every path still names the entry held (checked once bwrap has bound
+  // them, before the command starts: what was bound is what is held).
+  absl::Status StillInPlace() const;
+
+ private:
+  struct Held {
+    std::string path;
+    ScopedFd fd;
+    dev_t device = 0;
+    ino_t inode = 0;
+  };
+  std::vector<Held> held_;
+};
 
 // Whether the existing entry `path` (lstat'ed as `st`) is as a broker makes a mask's mount
 // point: an empty directory, or a file holding nothing or what a content mask holds.

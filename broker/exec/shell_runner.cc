@@ -245,6 +245,12 @@ absl::StatusOr<TreeRunResult> ShellRunner::RunSandboxed(const ShellRequest& requ
   linux_sandbox::ShellSandboxLayout& layout = sandbox.layout;
   std::vector<std::string> held_read_only;
   AIRLOCK_RETURN_IF_ERROR(LayOutSandbox(request, cwd, &*call, layout, held_read_only));
+  absl::StatusOr<ReadOnlyHolds> taken = ReadOnlyHolds::Take(held_read_only);
+  if (!taken.ok()) {
+    (void)RemoveTree(call->path);
+    return Unavailable(request.preset, taken.status().message());
+  }
+  auto holds = std::make_shared<ReadOnlyHolds>(std::move(*taken));
   sandbox.command.argv = request.argv;
   sandbox.command.shell_line = request.command;
   sandbox.allow_unix_sockets = request.allow_unix_sockets;
@@ -256,19 +262,19 @@ absl::StatusOr<TreeRunResult> ShellRunner::RunSandboxed(const ShellRequest& requ
 
   // Awaited once the instance is set up, before the preflight's "go": it overlaps bwrap. The
   // masks are mounted by then.
-  sandbox.before_go = [&setup, before_start = request.before_start]() -> absl::Status {
+  sandbox.before_go = [&setup, &holds, before_start = request.before_start]() -> absl::Status {
     setup.End();
+    AIRLOCK_RETURN_IF_ERROR(holds->StillInPlace());
     return before_start ? before_start() : absl::OkStatus();
   };
   AcquireMasks(layout.masks);
-  HoldReadOnly(held_read_only);
   absl::StatusOr<TreeRunResult> result = linux_sandbox::RunInShellSandbox(sandbox);
   // The worker need not wait for the masks' release and the call directory's removal: after
   // the reply (after_reply.h). Until then a later call finds the mount points held here.
-  DeferCleanup([masks = std::move(layout.masks), held = std::move(held_read_only),
-                path = call->path] {
+  DeferCleanup([masks = std::move(layout.masks), holds = std::move(holds),
+                path = call->path]() mutable {
     ReleaseMasks(masks);
-    ReleaseReadOnly(held);
+    holds.reset();
     const absl::Status removed = RemoveTree(path);
     if (!removed.ok()) {
       AIRLOCK_LOG(kWarning, "cannot remove the call directory ", path, ": ", removed.message());
@@ -349,7 +355,7 @@ void SandboxedProcess::Stop() {
   stopped_ = true;
   process_->Kill();
   if (!masks_.empty()) ReleaseMasks(masks_);
-  if (!held_read_only_.empty()) ReleaseReadOnly(held_read_only_);
+  held_read_only_.reset();
   if (!call_dir_.empty()) {
     const absl::Status removed = RemoveTree(call_dir_);
     if (!removed.ok()) {
@@ -389,18 +395,21 @@ absl::StatusOr<std::unique_ptr<SandboxedProcess>> ShellRunner::Start(
   linux_sandbox::SandboxStartOptions sandbox;
   std::vector<std::string> held_read_only;
   AIRLOCK_RETURN_IF_ERROR(LayOutSandbox(shell, cwd, &*call, sandbox.layout, held_read_only));
+  absl::StatusOr<ReadOnlyHolds> holds = ReadOnlyHolds::Take(held_read_only);
+  if (!holds.ok()) {
+    (void)RemoveTree(call->path);
+    return Unavailable(request.preset, holds.status().message());
+  }
   sandbox.argv = request.argv;
   sandbox.allow_unix_sockets = request.allow_unix_sockets;
   sandbox.ready_timeout = request.start_timeout;
 
   // The masks' mount points stay on the host as long as the server runs.
   AcquireMasks(sandbox.layout.masks);
-  HoldReadOnly(held_read_only);
   absl::StatusOr<std::unique_ptr<KeptProcess>> process =
       linux_sandbox::StartInShellSandbox(sandbox);
   if (!process.ok()) {
     ReleaseMasks(sandbox.layout.masks);
-    ReleaseReadOnly(held_read_only);
     const absl::Status removed = RemoveTree(call->path);
     if (!removed.ok()) {
       AIRLOCK_LOG(kWarning, "cannot remove the call directory ", call->path, ": ",
@@ -410,7 +419,7 @@ absl::StatusOr<std::unique_ptr<SandboxedProcess>> ShellRunner::Start(
   }
   return std::unique_ptr<SandboxedProcess>(new SandboxedProcess(
       std::move(*process), request.preset, call->path, std::move(sandbox.layout.masks),
-      std::move(held_read_only)));
+      std::make_unique<ReadOnlyHolds>(std::move(*holds))));
 }
 
 absl::StatusOr<std::unique_ptr<SandboxedProcess>> ShellRunner::StartOnHost(
@@ -432,7 +441,7 @@ absl::StatusOr<std::unique_ptr<SandboxedProcess>> ShellRunner::StartOnHost(
   AIRLOCK_ASSIGN_OR_RETURN(std::unique_ptr<KeptProcess> process,
                            KeptProcess::Start(std::move(kept)));
   return std::unique_ptr<SandboxedProcess>(
-      new SandboxedProcess(std::move(process), request.preset, std::string(), {}, {}));
+      new SandboxedProcess(std::move(process), request.preset, std::string(), {}, nullptr));
 }
 
 }  // namespace airlock::broker

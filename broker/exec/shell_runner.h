@@ -110,7 +110,7 @@ class SandboxedProcess {
   friend class ShellRunner;
   SandboxedProcess(std::unique_ptr<KeptProcess> process, v1::Preset preset,
                    std::string call_dir, std::vector<linux_sandbox::CoveredPath> masks,
-                   std::vector<std::string> held_read_only)
+                   std::unique_ptr<ReadOnlyHolds> held_read_only)
       : process_(std::move(process)),
         preset_(preset),
         call_dir_(std::move(call_dir)),
@@ -121,7 +121,7 @@ class SandboxedProcess {
   v1::Preset preset_;
   std::string call_dir_;
   std::vector<linux_sandbox::CoveredPath> masks_;
-  std::vector<std::string> held_read_only_;
+  std::unique_ptr<ReadOnlyHolds> held_read_only_;  // released by Stop()
   bool stopped_ = false;
 };
 

@@ -9,7 +9,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <future>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -22,10 +25,12 @@
 namespace airlock::broker {
 namespace {
 
+using ::airlock::testing::IsOk;
 using ::airlock::testing::StatusIs;
 using ::airlock::testing::TempDir;
 using ::airlock::testing::WriteFileOrDie;
 using ::testing::Contains;
+using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::UnorderedElementsAre;
 
@@ -200,6 +205,7 @@ TEST(ProtectionPlanTest, TheDirectoriesOfOneReleaseLeaveTogetherThroughOneAsideD
                                                          {root.Child(".git"), true},
                                                          {root.Child(".vscode"), true}};
   AcquireMasks(masks);
+  MaskSetupScope setup;  // holds the background rmdirs off (200 ms at most) while we look
   ReleaseMasks(masks);
   const std::vector<std::string> left = testing::SortedNames(root.path());
   ASSERT_EQ(left.size(), 1u);
@@ -209,6 +215,7 @@ TEST(ProtectionPlanTest, TheDirectoriesOfOneReleaseLeaveTogetherThroughOneAsideD
   EXPECT_EQ(inside.size(), 3u);
   for (const std::string& name : inside) EXPECT_TRUE(IsMaskAsideName(name)) << name;
   EXPECT_TRUE(IsLeftAside(together));
+  setup.End();
   DrainMaskRemovals();
   EXPECT_TRUE(testing::SortedNames(root.path()).empty());
 }
@@ -401,15 +408,33 @@ TEST(ProtectionPlanTest, UnmarkedUnwrittenEntriesAreHeldSoTheirMakerLeavesThem) 
   // The maker's release: an exclusive lock without waiting, on its own open file.
   ScopedFd maker(::open(root.Child(".envrc").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   ASSERT_TRUE(maker);
-  HoldReadOnly(plan.held_read_only);
-  EXPECT_NE(::flock(maker.get(), LOCK_EX | LOCK_NB), 0) << "the maker would remove it";
-  HoldReadOnly(plan.held_read_only);  // a second call of this process
-  ReleaseReadOnly(plan.held_read_only);
-  EXPECT_NE(::flock(maker.get(), LOCK_EX | LOCK_NB), 0) << "still held by the other call";
-  ReleaseReadOnly(plan.held_read_only);
+  {
+    AIRLOCK_ASSERT_OK_AND_ASSIGN(ReadOnlyHolds one_call, ReadOnlyHolds::Take(plan.held_read_only));
+    EXPECT_NE(::flock(maker.get(), LOCK_EX | LOCK_NB), 0) << "the maker would remove it";
+    {
+      AIRLOCK_ASSERT_OK_AND_ASSIGN(ReadOnlyHolds other_call,
+                                   ReadOnlyHolds::Take(plan.held_read_only));
+      EXPECT_THAT(other_call.StillInPlace(), IsOk());
+    }
+    EXPECT_NE(::flock(maker.get(), LOCK_EX | LOCK_NB), 0) << "still held by the first call";
+  }
   EXPECT_EQ(::flock(maker.get(), LOCK_EX | LOCK_NB), 0) << "released";
   EXPECT_EQ(::access(root.Child(".envrc").c_str(), F_OK), 0) << "never removed here";
   EXPECT_EQ(::access(root.Child(".profile").c_str(), F_OK), 0);
+  // Held exclusively (its maker removing it right now): the call is refused, not run with a
+  // read-only bind nobody holds.
+  EXPECT_THAT(ReadOnlyHolds::Take(plan.held_read_only),
+              StatusIs(absl::StatusCode::kUnavailable, HasSubstr(".envrc")));
+  ASSERT_EQ(::flock(maker.get(), LOCK_UN), 0);
+  // Replaced after it was held (what bwrap bound would not be what is held): refused too.
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(ReadOnlyHolds holds, ReadOnlyHolds::Take(plan.held_read_only));
+  ASSERT_EQ(::rename(root.Child(".envrc").c_str(), root.Child("moved").c_str()), 0);
+  ASSERT_EQ(::mkdir(root.Child(".envrc").c_str(), 0755), 0);
+  EXPECT_THAT(holds.StillInPlace(), StatusIs(absl::StatusCode::kUnavailable, HasSubstr(".envrc")));
+  // Gone: refused.
+  ASSERT_EQ(::rmdir(root.Child(".envrc").c_str()), 0);
+  EXPECT_THAT(ReadOnlyHolds::Take(plan.held_read_only),
+              StatusIs(absl::StatusCode::kUnavailable));
 }
 
 // A directory with a mask's aside name that someone filled is an ordinary directory: it is
@@ -449,6 +474,32 @@ bool UserXattrsWork(const std::string& dir) {
   const bool works = ::setxattr(probe.c_str(), "user.airlock.probe", "1", 1, 0) == 0;
   ::unlink(probe.c_str());
   return works;
+}
+
+// A sandbox can plant an empty entry carrying the mark and hold it exclusively: joining it must
+// not wait (under the registry every call needs), or one sandbox would stall the broker. The
+// join is given up; the entry is not ours, and nothing removes it.
+TEST(ProtectionPlanTest, JoiningAMarkedEntryHeldExclusivelyDoesNotWait) {
+  TempDir root;
+  if (!UserXattrsWork(root.path())) GTEST_SKIP() << "no user extended attributes here";
+  const std::string planted = root.Child(".vscode");
+  ASSERT_EQ(::mkdir(planted.c_str(), 0755), 0);
+  ASSERT_EQ(::setxattr(planted.c_str(), "user.airlock.mask", "1", 1, 0), 0);
+  ScopedFd locker(::open(planted.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_TRUE(locker);
+  ASSERT_EQ(::flock(locker.get(), LOCK_EX), 0);
+  const std::vector<linux_sandbox::CoveredPath> masks = {{planted, true}};
+  std::promise<void> done;
+  std::future<void> finished = done.get_future();
+  std::thread([&masks, &done] {
+    AcquireMasks(masks);
+    done.set_value();
+  }).detach();
+  ASSERT_EQ(finished.wait_for(std::chrono::seconds(10)), std::future_status::ready)
+      << "AcquireMasks waited for the planted lock";
+  ReleaseMasks(masks);
+  DrainMaskRemovals();
+  EXPECT_EQ(::access(planted.c_str(), F_OK), 0) << "not ours: left where it is";
 }
 
 TEST(ProtectionPlanTest, MasksSharedWithAnotherProcessLastUntilItsLastUser) {
