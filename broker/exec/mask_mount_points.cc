@@ -153,7 +153,6 @@ std::map<std::string, Hold>& Registry() {
   return *registry;
 }
 
-
 // Makes or joins the mount point of `mask` and holds it (a shared flock). Gives up after a few
 // tries if it keeps being removed or replaced meanwhile: bwrap then makes one (and this
 // process will not remove it).
@@ -452,13 +451,6 @@ absl::Status ReadOnlyHolds::StillInPlace() const {
   return absl::OkStatus();
 }
 
-bool IsUnwrittenEntry(const std::string& path, const struct stat& st) {
-  if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) return false;
-  if (S_ISREG(st.st_mode) && st.st_size > 2) return false;  // no lookup for ordinary files
-  const Entry entry = OpenEntry(path);
-  return entry.parent && IsUnwritten(entry.parent.get(), entry.name.c_str(), st);
-}
-
 void DrainMaskRemovals() { Reaper().Drain(); }
 
 MaskSetupScope::MaskSetupScope() { Reaper().BeginSetup(); }
@@ -476,20 +468,21 @@ bool IsHeldHere(const std::string& path) {
   return Registry().count(path) != 0;
 }
 
-bool IsMaskMountPoint(const std::string& path, const struct stat& st) {
-  if (IsHeldHere(path)) return true;
-  if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) return false;
+ExistingEntry ClassifyExistingEntry(const std::string& path, const struct stat& st) {
+  if (IsHeldHere(path)) return ExistingEntry::kMaskMountPoint;
+  if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) return ExistingEntry::kOther;
+  if (S_ISREG(st.st_mode) && st.st_size > 2) return ExistingEntry::kOther;  // no lookup
   const Entry entry = OpenEntry(path);
-  if (!entry.parent) return false;
+  if (!entry.parent) return ExistingEntry::kOther;
+  const int dir = entry.parent.get();
+  const char* name = entry.name.c_str();
   struct stat now;
-  if (::fstatat(entry.parent.get(), entry.name.c_str(), &now, AT_SYMLINK_NOFOLLOW) != 0) {
-    return false;
+  if (::fstatat(dir, name, &now, AT_SYMLINK_NOFOLLOW) != 0 || !IsUnwritten(dir, name, now)) {
+    return ExistingEntry::kOther;
   }
-  if (!S_ISDIR(now.st_mode) && !S_ISREG(now.st_mode)) return false;
-  ScopedFd fd(::openat(entry.parent.get(), entry.name.c_str(),
-                       O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-  if (!fd || ::fgetxattr(fd.get(), kMark, nullptr, 0) < 0) return false;
-  return IsUnwritten(entry.parent.get(), entry.name.c_str(), now);
+  ScopedFd fd(::openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  return fd && ::fgetxattr(fd.get(), kMark, nullptr, 0) >= 0 ? ExistingEntry::kMaskMountPoint
+                                                            : ExistingEntry::kUnmarkedUnwritten;
 }
 
 bool IsMaskAsideName(absl::string_view name) {

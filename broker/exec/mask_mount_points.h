@@ -70,10 +70,6 @@ class ReadOnlyHolds {
   std::vector<Held> held_;
 };
 
-// Whether the existing entry `path` (lstat'ed as `st`) is as a broker makes a mask's mount
-// point: an empty directory, or a file holding nothing or what a content mask holds.
-bool IsUnwrittenEntry(const std::string& path, const struct stat& st);
-
 // Waits until the background removals queued so far are done (tests; the exit handler).
 void DrainMaskRemovals();
 
@@ -93,10 +89,21 @@ class MaskSetupScope {
   bool ended_ = false;
 };
 
-// Whether `path` (lstat'ed as `st`) is a mask's mount point in use or left behind: held by a
-// call of this process, or marked and still empty. The scan masks such an entry again rather
-// than taking it for an existing protected file.
-bool IsMaskMountPoint(const std::string& path, const struct stat& st);
+// What an existing protected entry `path` (lstat'ed as `st`) is to the masks. "Unwritten":
+// as a broker makes a mask's mount point — an empty directory, or a file holding nothing or
+// what a content mask holds.
+enum class ExistingEntry {
+  // Held by a call of this process, or marked and unwritten: a mask's mount point in use or
+  // left behind. The scan masks it again rather than take it for an existing protected file.
+  kMaskMountPoint,
+  // Unwritten but not marked: perhaps another process's mount point not marked yet (or on a
+  // file system without user extended attributes). Re-bound read-only and held for the call
+  // (ReadOnlyHolds).
+  kUnmarkedUnwritten,
+  // Anything else: the user's, re-bound read-only.
+  kOther,
+};
+ExistingEntry ClassifyExistingEntry(const std::string& path, const struct stat& st);
 // The same for a path that lstat does not find: held here (made, not yet seen by the scan).
 bool IsHeldHere(const std::string& path);
 

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "broker/wire_error.h"
+#include "platform/base/fd_io.h"
 #include "platform/base/scoped_fd.h"
 #include "profiles/protected_paths.h"
 
@@ -237,7 +238,8 @@ class Planner {
         }
         return;
       }
-      if (IsMaskMountPoint(path, st)) {
+      const ExistingEntry existing = ClassifyExistingEntry(path, st);
+      if (existing == ExistingEntry::kMaskMountPoint) {
         // Another process's mask (or one a killed broker left): masked again here, as it is.
         AddMask(root, path, S_ISDIR(st.st_mode), last ? content : std::string());
         return;
@@ -248,7 +250,7 @@ class Planner {
       }
       if (last || !S_ISDIR(st.st_mode)) {
         AddReadOnly(root, path);
-        if (IsUnwrittenEntry(path, st)) held_read_only_.insert(path);
+        if (existing == ExistingEntry::kUnmarkedUnwritten) held_read_only_.insert(path);
         return;
       }
       current = path;
@@ -279,17 +281,9 @@ class Planner {
     constexpr size_t kMaxConfigBytes = 1 << 20;
     ScopedFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
     if (!fd) return errno != ENOENT;  // a missing config is masked empty: no settings
-    std::string config;
-    char chunk[65536];
-    for (;;) {
-      const ssize_t n = ::read(fd.get(), chunk, sizeof(chunk));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return true;
-      if (n == 0) break;
-      config.append(chunk, static_cast<size_t>(n));
-      if (config.size() > kMaxConfigBytes) return true;
-    }
-    const std::string lower = absl::AsciiStrToLower(config);
+    absl::StatusOr<std::string> config = ReadToEnd(fd.get(), kMaxConfigBytes, path);
+    if (!config.ok()) return true;  // unreadable, or too large to rule out
+    const std::string lower = absl::AsciiStrToLower(*config);
     return absl::StrContains(lower, "worktreeconfig") || absl::StrContains(lower, "include");
   }
 

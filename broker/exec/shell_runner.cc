@@ -201,7 +201,7 @@ absl::StatusOr<std::string> ShellRunner::SandboxCwd(const ShellRequest& request)
 absl::Status ShellRunner::LayOutSandbox(const ShellRequest& request, const std::string& cwd,
                                         const CallDir* call,
                                         linux_sandbox::ShellSandboxLayout& layout,
-                                        std::vector<std::string>& held_read_only) {
+                                        ReadOnlyHolds& holds) {
   layout.private_tmp = call->tmp;
   layout.empty_dir = call->empty_dir;
   layout.empty_file = call->empty_file;
@@ -225,7 +225,12 @@ absl::Status ShellRunner::LayOutSandbox(const ShellRequest& request, const std::
     layout.self_binds = std::move(plan->self_binds);
     layout.read_only = std::move(plan->read_only);
     layout.masks = std::move(plan->masks);
-    held_read_only = std::move(plan->held_read_only);
+    absl::StatusOr<ReadOnlyHolds> taken = ReadOnlyHolds::Take(plan->held_read_only);
+    if (!taken.ok()) {
+      (void)RemoveTree(call->path);
+      return Unavailable(request.preset, taken.status().message());
+    }
+    holds = std::move(*taken);
   } else {
     layout.readonly_roots = request.roots;
   }
@@ -243,14 +248,8 @@ absl::StatusOr<TreeRunResult> ShellRunner::RunSandboxed(const ShellRequest& requ
   }
   linux_sandbox::SandboxRunOptions sandbox;
   linux_sandbox::ShellSandboxLayout& layout = sandbox.layout;
-  std::vector<std::string> held_read_only;
-  AIRLOCK_RETURN_IF_ERROR(LayOutSandbox(request, cwd, &*call, layout, held_read_only));
-  absl::StatusOr<ReadOnlyHolds> taken = ReadOnlyHolds::Take(held_read_only);
-  if (!taken.ok()) {
-    (void)RemoveTree(call->path);
-    return Unavailable(request.preset, taken.status().message());
-  }
-  auto holds = std::make_shared<ReadOnlyHolds>(std::move(*taken));
+  auto holds = std::make_shared<ReadOnlyHolds>();
+  AIRLOCK_RETURN_IF_ERROR(LayOutSandbox(request, cwd, &*call, layout, *holds));
   sandbox.command.argv = request.argv;
   sandbox.command.shell_line = request.command;
   sandbox.allow_unix_sockets = request.allow_unix_sockets;
@@ -393,13 +392,8 @@ absl::StatusOr<std::unique_ptr<SandboxedProcess>> ShellRunner::Start(
                                                     call.status().message()));
   }
   linux_sandbox::SandboxStartOptions sandbox;
-  std::vector<std::string> held_read_only;
-  AIRLOCK_RETURN_IF_ERROR(LayOutSandbox(shell, cwd, &*call, sandbox.layout, held_read_only));
-  absl::StatusOr<ReadOnlyHolds> holds = ReadOnlyHolds::Take(held_read_only);
-  if (!holds.ok()) {
-    (void)RemoveTree(call->path);
-    return Unavailable(request.preset, holds.status().message());
-  }
+  auto holds = std::make_unique<ReadOnlyHolds>();
+  AIRLOCK_RETURN_IF_ERROR(LayOutSandbox(shell, cwd, &*call, sandbox.layout, *holds));
   sandbox.argv = request.argv;
   sandbox.allow_unix_sockets = request.allow_unix_sockets;
   sandbox.ready_timeout = request.start_timeout;
@@ -419,7 +413,7 @@ absl::StatusOr<std::unique_ptr<SandboxedProcess>> ShellRunner::Start(
   }
   return std::unique_ptr<SandboxedProcess>(new SandboxedProcess(
       std::move(*process), request.preset, call->path, std::move(sandbox.layout.masks),
-      std::make_unique<ReadOnlyHolds>(std::move(*holds))));
+      std::move(holds)));
 }
 
 absl::StatusOr<std::unique_ptr<SandboxedProcess>> ShellRunner::StartOnHost(

@@ -171,10 +171,10 @@ class ShellRunner {
                                              const std::string& cwd, CancelToken* cancel);
   absl::StatusOr<TreeRunResult> RunOnHost(const ShellRequest& request, CancelToken* cancel);
   absl::StatusOr<std::string> SandboxCwd(const ShellRequest& request);
-  // Also says which of the read-only entries the call must hold (HoldReadOnly).
+  // Also takes the call's holds on the read-only entries that need one (ReadOnlyHolds).
   absl::Status LayOutSandbox(const ShellRequest& request, const std::string& cwd,
                              const CallDir* call, linux_sandbox::ShellSandboxLayout& layout,
-                             std::vector<std::string>& held_read_only);
+                             ReadOnlyHolds& holds);
   absl::StatusOr<std::unique_ptr<SandboxedProcess>> StartOnHost(
       const ServerProcessRequest& request);
 
