@@ -21,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "integration/harness.h"
 #include "platform/base/scoped_fd.h"
+#include "tests/testing/shell_snippets.h"
 #include "tests/testing/temp_dir.h"
 
 namespace airlock::integration {
@@ -251,16 +252,13 @@ TEST_P(ExecTest, OnlyAllowlistedEnvironmentVariablesAreVisible) {
 
 TEST_P(ExecTest, NoCapabilitiesNoNewPrivilegesSeccompAndOnlyThreeDescriptors) {
   CommandResult result = Exec(
-      "grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status | tr -d '\\t';"
-      // A background sleep inherits exactly the command's descriptors; list them from outside
-      // (listing one's own /proc/self/fd shows the listing's descriptor too).
-      "sleep 5 & until [ \"$(cat /proc/$!/comm)\" = sleep ]; do :; done;"
-      "ls /proc/$!/fd | sort -n | tr '\\n' ' '; echo; kill $!");
+      absl::StrCat("grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status | tr -d '\\t';",
+                   airlock::testing::kPrintInheritedDescriptors));
   ASSERT_EQ(result.exit_code, 0) << result;
   EXPECT_THAT(result.out, HasSubstr("CapEff:0000000000000000\n"));
   EXPECT_THAT(result.out, HasSubstr("NoNewPrivs:1\n"));
   EXPECT_THAT(result.out, HasSubstr("Seccomp:2\n"));
-  EXPECT_THAT(result.out, HasSubstr("\n0 1 2 \n"));
+  EXPECT_THAT(result.out, HasSubstr("\nfds=0 1 2 \n"));
 }
 
 TEST_P(ExecTest, PtraceMountUsernsIoUringAndTiocstiAreRefused) {

@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "platform/linux/bwrap_launcher.h"
 #include "tests/testing/status_matchers.h"
+#include "tests/testing/shell_snippets.h"
 #include "tests/testing/temp_dir.h"
 
 namespace airlock::broker {
@@ -89,15 +90,11 @@ TEST_F(ShellRunnerTest, CommandLineSeesWhatBashDashCWouldGiveIt) {
   if (!SandboxWorks()) GTEST_SKIP() << "bwrap is not usable here";
   AIRLOCK_ASSERT_OK_AND_ASSIGN(
       v1::BashResult result,
-      runner_->Run(Request("echo \"$# [$1] [${airlock_command-unset}] [${ok-unset}]\";"
-                           "sleep 5 & until [ \"$(cat /proc/$!/comm)\" = sleep ]; do :; done;"
-                           // The kernel names the task before it closes close-on-exec
-                           // descriptors (bash's 255): wait, boundedly, for exec to finish.
-                           "i=0; while [ $i -lt 300 ] && [ \"$(ls /proc/$!/fd | sort -n | "
-                           "tr '\\n' ' ')\" != '0 1 2 ' ]; do i=$((i+1)); sleep 0.01; done;"
-                           "ls /proc/$!/fd | sort -n | tr '\\n' ' '; echo; kill $!;"
-                           "cat <<'EOT'\nheredoc $HOME\nEOT\nset -- a b; echo $#")));
-  EXPECT_EQ(result.stdout(), "0 [] [unset] [unset]\n0 1 2 \nheredoc $HOME\n2\n")
+      runner_->Run(Request(absl::StrCat(
+          "echo \"$# [$1] [${airlock_command-unset}] [${ok-unset}]\";",
+          airlock::testing::kPrintInheritedDescriptors,
+          "cat <<'EOT'\nheredoc $HOME\nEOT\nset -- a b; echo $#"))));
+  EXPECT_EQ(result.stdout(), "0 [] [unset] [unset]\nfds=0 1 2 \nheredoc $HOME\n2\n")
       << result.stderr();
 }
 
