@@ -12,6 +12,7 @@
 #include "broker/exec/exec_command.h"
 #include "broker/run_command.h"
 #include "worker/confine_command.h"
+#include "worker/mcp_command.h"
 #include "worker/tool_command.h"
 
 int main(int argc, char** argv) {
@@ -28,6 +29,7 @@ int main(int argc, char** argv) {
   airlock::broker::AddCtlCommand(app, exit_code);
   airlock::broker::AddApproveCommand(app, exit_code);
   airlock::worker::AddToolCommand(app, exit_code);
+  airlock::worker::AddMcpCommand(app, exit_code);
   airlock::worker::AddConfineCommand(app, exit_code);
   // A first word that names no subcommand: say so (CLI11 would only say one is required).
   const auto names_a_subcommand = [&app](const std::string& word) {
@@ -35,14 +37,8 @@ int main(int argc, char** argv) {
                 .empty();
   };
   if (argc > 1 && argv[1][0] != '-' && !names_a_subcommand(argv[1])) {
-    const std::string word = argv[1];
-    if (word == "mcp") {
-      std::cerr << "airlock mcp: planned (an MCP stdio server bridging to the broker), not "
-                   "built yet\n";
-    } else {
-      std::cerr << "airlock: unknown command '" << word
-                << "' (commands: run, exec, tool, audit, ctl, approve, doctor; see --help)\n";
-    }
+    std::cerr << "airlock: unknown command '" << argv[1]
+              << "' (commands: run, exec, tool, mcp, audit, ctl, approve, doctor; see --help)\n";
     return 64;
   }
   try {

@@ -169,9 +169,6 @@ TEST_P(RunTest, UnknownCommandsAndBadTimeoutsAreNamed) {
   CommandResult bogus = RunAirlock({"bogus"}, Options());
   EXPECT_EQ(bogus.exit_code, 64) << bogus;
   EXPECT_THAT(bogus.err, HasSubstr("unknown command 'bogus'"));
-  CommandResult mcp = RunAirlock({"mcp"}, Options());
-  EXPECT_EQ(mcp.exit_code, 64) << mcp;
-  EXPECT_THAT(mcp.err, HasSubstr("planned"));
   CommandResult zero = RunAirlock({"run", "--approval-timeout", "0", "--", "/bin/true"}, Options());
   EXPECT_EQ(zero.exit_code, 64) << zero;
   EXPECT_THAT(zero.err, HasSubstr("number of seconds above 0"));
@@ -189,6 +186,10 @@ TEST_P(RunTest, ToolOutsideAirlockRunFailsClearly) {
   CommandResult result = RunAirlock({"tool", "read", "x"}, Options());
   EXPECT_EQ(result.exit_code, 2) << result;
   EXPECT_THAT(result.out, HasSubstr("AIRLOCK_FD is not set"));
+  CommandResult mcp = RunAirlock({"mcp"}, Options());
+  EXPECT_EQ(mcp.exit_code, 2) << mcp;
+  EXPECT_THAT(mcp.err, HasSubstr("airlock mcp: cannot reach the broker: AIRLOCK_FD is not set"));
+  EXPECT_EQ(mcp.out, "");
 }
 
 // A client that sends garbage, an oversized length, or no hello loses its own channel; a

@@ -29,6 +29,10 @@ class BrokerClient {
 
   const v1::Context& last_context() const { return context_; }
 
+  // Ends the channel; safe from another thread while Call waits (it then fails). The broker
+  // cancels whatever the channel's calls still run.
+  void Hangup() { channel_.Shutdown(); }
+
  private:
   explicit BrokerClient(ScopedFd socket) : channel_(std::move(socket)) {}
   absl::Status Handshake(std::string client_name);

@@ -14,6 +14,7 @@
 #include "broker/wire_error.h"
 #include "google/protobuf/util/json_util.h"
 #include "platform/base/fd_io.h"
+#include "platform/base/json_nesting.h"
 #include "platform/base/status_macros.h"
 
 namespace airlock::broker {
@@ -57,33 +58,6 @@ bool ValidToolName(const std::string& name, size_t max_bytes) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                     c == '_' || c == '-' || c == '.';
     if (!ok) return false;
-  }
-  return true;
-}
-
-// Whether objects and arrays nest at most `limit` deep (counted outside strings). Checked
-// before protobuf's JSON parser sees a line: its time grows with the square of the depth, so
-// a deeply nested line from a server would stall the broker.
-bool NestingWithin(absl::string_view json, size_t limit) {
-  size_t depth = 0;
-  bool in_string = false;
-  bool escaped = false;
-  for (const char c : json) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      if (++depth > limit) return false;
-    } else if ((c == '}' || c == ']') && depth > 0) {
-      --depth;
-    }
   }
   return true;
 }
@@ -281,7 +255,7 @@ absl::StatusOr<Struct> McpClient::Request(const std::string& method, Struct para
                                             " other messages before the answer"));
     }
     AIRLOCK_ASSIGN_OR_RETURN(const std::string line, ReadLine(deadline, timeout, cancel, method));
-    if (!NestingWithin(line, limits_.max_nesting)) {
+    if (!JsonNestingWithin(line, limits_.max_nesting)) {
       return Violation(method, absl::StrCat("it sent JSON nested more than ", limits_.max_nesting,
                                             " levels deep"));
     }
