@@ -296,7 +296,7 @@ TEST_P(ExecTest, ExitStatusPropagates) {
 TEST_P(ExecTest, TimeoutKillsGrandchildren) {
   CommandResult result = ExecWrite(
       "(bash -c 'while true; do date +%s%N > tick; sleep 0.05; done' &) ; sleep 30",
-      {"--timeout", "1"});
+      {"--timeout", "3"});
   EXPECT_EQ(result.exit_code, 124) << result;
   ASSERT_TRUE(Exists(workspace_.Child("tick")));
   const std::string first = ReadFileOrMissing(workspace_.Child("tick"));
@@ -306,10 +306,10 @@ TEST_P(ExecTest, TimeoutKillsGrandchildren) {
 
 TEST_P(ExecTest, BackgroundJobsDoNotOutliveTheCall) {
   CommandResult result = ExecWrite(
-      "(bash -c 'sleep 0.5; echo late > late' &); setsid bash -c 'sleep 0.5; echo late2 > late2' &"
+      "(bash -c 'sleep 2; echo late > late' &); setsid bash -c 'sleep 2; echo late2 > late2' &"
       " echo started");
   ASSERT_EQ(result.exit_code, 0) << result;
-  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  std::this_thread::sleep_for(std::chrono::milliseconds(3000));
   EXPECT_FALSE(Exists(workspace_.Child("late")));
   EXPECT_FALSE(Exists(workspace_.Child("late2")));
 }

@@ -37,9 +37,12 @@ void ProcSampler::Start(pid_t pid, int interval_ms) {
   pid_ = pid;
   interval_ms_ = interval_ms;
   thread_ = std::thread([this] {
+    // Until the process is the broker (it may still be setpriv, say), look every millisecond:
+    // a short run must not end before its first sample.
+    bool seen = false;
     while (!stop_) {
-      SampleOnce();
-      std::this_thread::sleep_for(std::chrono::milliseconds(interval_ms_));
+      seen |= SampleOnce();
+      std::this_thread::sleep_for(std::chrono::milliseconds(seen ? interval_ms_ : 1));
     }
   });
 }
@@ -54,14 +57,14 @@ ProcPeaks ProcSampler::peaks() const {
   return peaks_;
 }
 
-void ProcSampler::SampleOnce() {
+bool ProcSampler::SampleOnce() {
   const std::string base = absl::StrCat("/proc/", pid_);
   std::ifstream file(base + "/status");
-  if (!file) return;
+  if (!file) return false;
   std::string status = "\n";
   status.append(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
   // A process that has exec'd into something else, or exited, is not the broker any more.
-  if (status.find("\nName:\tairlock") == std::string::npos) return;
+  if (status.find("\nName:\tairlock") == std::string::npos) return false;
   uint64_t descriptors = 0;
   if (DIR* dir = ::opendir((base + "/fd").c_str())) {
     while (dirent* entry = ::readdir(dir)) {
@@ -75,6 +78,7 @@ void ProcSampler::SampleOnce() {
   peaks_.hwm_kib = std::max(peaks_.hwm_kib, StatusField(status, "VmHWM"));
   peaks_.threads = std::max(peaks_.threads, StatusField(status, "Threads"));
   peaks_.descriptors = std::max(peaks_.descriptors, descriptors);
+  return true;
 }
 
 }  // namespace airlock::integration

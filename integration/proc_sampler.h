@@ -36,7 +36,8 @@ class ProcSampler {
   ProcPeaks peaks() const;
 
  private:
-  void SampleOnce();
+  // Whether the process could be sampled (it is the broker, and alive).
+  bool SampleOnce();
 
   pid_t pid_ = -1;
   int interval_ms_ = 20;

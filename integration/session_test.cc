@@ -99,9 +99,12 @@ TEST_P(SessionTest, CtlIsBusyWhileACommandRuns) {
   const std::string binary = AirlockBinary(GetParam());
   const std::string script = absl::StrCat(
       binary, " run --workspace ", workspace_.path(), " --approver none --control-socket ", socket,
-      " -- /bin/sh -c 'airlock tool bash --command \"sleep 3\" >/dev/null' & broker=$!; ",
-      "i=0; while [ ! -S ", socket, " ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done; ",
-      "sleep 1; ", binary, " ctl --socket ", socket, " preset workspace-write; echo \"ctl=$?\"; ",
+      " -- /bin/sh -c 'airlock tool bash --command \"sleep 5\" >/dev/null' & broker=$!; ",
+      "i=0; while [ ! -S ", socket, " ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; ",
+      // Asked only once the command is in flight, however slow the machine.
+      "i=0; until ", binary, " ctl --socket ", socket, " status | grep -q 'calls in flight: 1'",
+      " || [ $i -ge 400 ]; do sleep 0.05; i=$((i+1)); done; ",
+      binary, " ctl --socket ", socket, " preset workspace-write; echo \"ctl=$?\"; ",
       binary, " ctl --socket ", socket, " status | grep preset; wait $broker");
   CommandResult result = RunCommand({"/bin/sh", "-c", script}, Options());
   EXPECT_THAT(result.out, HasSubstr("ctl=3")) << result;

@@ -89,9 +89,9 @@ TEST(ProcessTreeTest, BackgroundJobsDieWithTheMainProcess) {
   const std::string late = dir.Child("late");
   AIRLOCK_ASSERT_OK_AND_ASSIGN(
       TreeRunResult result,
-      RunProcessTree(Shell("(sleep 0.3; echo x > " + late + ") & echo started")));
+      RunProcessTree(Shell("(sleep 1.5; echo x > " + late + ") & echo started")));
   EXPECT_EQ(result.stdout_data, "started\n");
-  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   EXPECT_NE(::access(late.c_str(), F_OK), 0);
 }
 
