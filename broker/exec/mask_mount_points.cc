@@ -259,6 +259,11 @@ class MaskReaper {
     idle_.wait(lock, [this] { return queue_.empty() && !busy_; });
   }
 
+  void SetMaxHoldOff(std::chrono::milliseconds bound) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    max_hold_off_ = bound;
+  }
+
   void BeginSetup() {
     std::lock_guard<std::mutex> lock(mutex_);
     ++setups_;
@@ -282,11 +287,11 @@ class MaskReaper {
       const std::string path = std::move(queue_.front());
       queue_.pop_front();
       busy_ = true;
+      const auto deadline = std::chrono::steady_clock::now() + max_hold_off_;
       lock.unlock();
       // Only what is still empty: a sandbox of a later call may have written into it (it is
       // an ordinary directory of the root now), and then that stays, under its temp name. It
       // is never renamed back to the protected name.
-      const auto deadline = std::chrono::steady_clock::now() + kMaxHoldOff;
       RemoveAsideDirectory(path, [this, deadline] { AwaitQuiet(deadline); });
       lock.lock();
       pending_.erase(path);
@@ -304,6 +309,7 @@ class MaskReaper {
   bool busy_ = false;              // guarded by mutex_
   bool started_ = false;           // guarded by mutex_; the thread runs (detached)
   int setups_ = 0;                 // guarded by mutex_; calls laying out their sandbox
+  std::chrono::milliseconds max_hold_off_ = kMaxHoldOff;  // guarded by mutex_
 };
 
 MaskReaper& Reaper() {
@@ -452,6 +458,10 @@ absl::Status ReadOnlyHolds::StillInPlace() const {
 }
 
 void DrainMaskRemovals() { Reaper().Drain(); }
+
+void SetMaskRemovalHoldOffForTesting(std::chrono::milliseconds bound) {
+  Reaper().SetMaxHoldOff(bound);
+}
 
 MaskSetupScope::MaskSetupScope() { Reaper().BeginSetup(); }
 

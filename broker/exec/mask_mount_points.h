@@ -24,6 +24,7 @@
 
 #include <sys/stat.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,9 @@ class ReadOnlyHolds {
 
 // Waits until the background removals queued so far are done (tests; the exit handler).
 void DrainMaskRemovals();
+// The bound on how long one queued removal waits for layouts (MaskSetupScope); 200 ms unless a
+// test that looks at what is held off sets it longer.
+void SetMaskRemovalHoldOffForTesting(std::chrono::milliseconds bound);
 
 // A call of this process laying out its sandbox: from before its scan until bwrap has mounted
 // its masks (End, or the end of the scope). Background removals wait meanwhile (each queued

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -63,6 +64,14 @@ std::vector<std::string> SortedNames(const std::string& dir) {
   ::closedir(stream);
   std::sort(names.begin(), names.end());
   return names;
+}
+
+bool UserXattrsWork(const std::string& dir) {
+  const std::string probe = dir + "/xattr-probe";
+  WriteFileOrDie(probe, "");
+  const bool works = ::setxattr(probe.c_str(), "user.airlock.probe", "1", 1, 0) == 0;
+  ::unlink(probe.c_str());
+  return works;
 }
 
 }  // namespace airlock::testing

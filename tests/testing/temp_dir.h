@@ -26,6 +26,8 @@ class TempDir {
 void WriteFileOrDie(const std::string& path, const std::string& content);
 // The whole content of `path`, or "<missing>" when it cannot be read.
 std::string ReadFileOrMissing(const std::string& path);
+// Whether user extended attributes (user.*) can be set on files in `dir`.
+bool UserXattrsWork(const std::string& dir);
 // Removes a tree without following links.
 void RemoveTree(const std::string& path);
 // The names in directory `dir` but "." and "..", sorted (empty when it cannot be read).

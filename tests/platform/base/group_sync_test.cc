@@ -103,9 +103,12 @@ TEST_F(GroupSyncTest, ConcurrentWaitersShareSyncs) {
   };
   GroupSync sync(fd_.get(), 0, "file", options);
   std::atomic<int> ok{0};
+  // Written first: however late a thread starts, what it waits for was written before the
+  // first sync began or while it ran, so one more sync covers it.
+  std::vector<uint64_t> ends;
+  for (int i = 0; i < 8; ++i) ends.push_back(Append(10));
   std::vector<std::thread> threads;
-  for (int i = 0; i < 8; ++i) {
-    const uint64_t end = Append(10);
+  for (const uint64_t end : ends) {
     threads.emplace_back([&, end] {
       if (sync.WaitThrough(end).ok()) ++ok;
     });
