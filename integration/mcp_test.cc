@@ -152,6 +152,44 @@ TEST_P(McpTest, ACancelledRunningCallEndsUnanswered) {
   EXPECT_EQ(testing::ReadFileOrMissing(workspace_.Child("started")), "");
 }
 
+// Past 32 calls in flight, one more is refused at once rather than read later: a cancel and a
+// ping sent after it still get through (the 32 commands would run for two minutes, past the
+// run's deadline, if their cancels were not read).
+TEST_P(McpTest, TheThirtyThirdCallIsRefusedAndCancelsStillGetThrough) {
+  std::string calls, cancels;
+  for (int i = 0; i < 32; ++i) {
+    absl::StrAppend(&calls, "echo '",
+                    Call(absl::StrCat(i), "bash",
+                         absl::StrCat(R"({"command":"touch started-)", i, R"(; sleep 120"})")),
+                    "'; ");
+    absl::StrAppend(&cancels, "echo '",
+                    R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":)",
+                    i, "}}'; ");
+  }
+  const std::string script = absl::StrCat(
+      "{ ", calls, "while [ $(ls | grep -c '^started-') -lt 32 ]; do sleep 0.05; done; echo '",
+      Call("\"extra\"", "context", "{}"), "'; ", cancels, "echo '",
+      R"({"jsonrpc":"2.0","id":"ping","method":"ping"})", "'; } | ", AirlockBinary(GetParam()),
+      " mcp");
+  RunOptions options = AirlockOptions(GetParam(), home_);
+  options.timeout_seconds = 90;
+  options.cwd = workspace_.path();
+  CommandResult run = RunAirlock({"run", "--workspace", workspace_.path(), "--preset",
+                                  "workspace-write", "--", "/bin/sh", "-c", script},
+                                 options);
+  ASSERT_FALSE(run.timed_out) << run;
+  EXPECT_EQ(run.exit_code, 0) << run;
+  EXPECT_THAT(run.out, HasSubstr(R"("id":"extra")"));
+  EXPECT_THAT(run.out, HasSubstr("runs at most 32 calls at once"));
+  EXPECT_THAT(run.out, HasSubstr(R"("id":"ping")"));
+  for (int i = 0; i < 32; ++i) {
+    for (const char* end : {",", "}"}) {
+      EXPECT_THAT(run.out, Not(HasSubstr(absl::StrCat("\"id\":", i, end))))
+          << "cancelled call " << i << " was answered";
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Identities, McpTest, ::testing::ValuesIn(IdentitiesToTest()),
                          RunAsName);
 

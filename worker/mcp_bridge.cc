@@ -1,5 +1,8 @@
 #include "worker/mcp_bridge.h"
 
+#include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -23,6 +26,7 @@ constexpr int kParseError = -32700;
 constexpr int kInvalidRequest = -32600;
 constexpr int kMethodNotFound = -32601;
 constexpr int kInvalidParams = -32602;
+constexpr int kServerError = -32000;
 
 std::string ToJson(const google::protobuf::Message& message) {
   std::string json;
@@ -112,25 +116,77 @@ McpIncoming ToolCall(const Value& id, const Struct* params) {
   return incoming;
 }
 
+// A request id the answer can repeat exactly: a string, or a number a double holds exactly.
+bool UsableId(const Value* id) {
+  if (id == nullptr) return false;
+  if (id->kind_case() == Value::kStringValue) return true;
+  return id->kind_case() == Value::kNumberValue &&
+         std::fabs(id->number_value()) <= static_cast<double>(uint64_t{1} << 53);
+}
+
+// `line` with what keeps it from parsing as text replaced — bytes that are not ASCII, and
+// \u escapes of UTF-16 surrogates — so that the id of such a request can still be found. Only
+// for answering: nothing parsed from it is ever sent to the broker.
+std::string WithoutNonAscii(absl::string_view line) {
+  std::string out(line);
+  bool in_string = false;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(out[i]);
+    if (c >= 0x80) {
+      out[i] = '?';
+    } else if (!in_string) {
+      in_string = c == '"';
+    } else if (c == '"') {
+      in_string = false;
+    } else if (c == '\\' && i + 1 < out.size()) {
+      if (out[i + 1] == 'u' && i + 5 < out.size() && (out[i + 2] == 'd' || out[i + 2] == 'D') &&
+          std::strchr("89abcdefABCDEF", out[i + 3]) != nullptr && out[i + 3] != '\0') {
+        out.replace(i + 2, 4, "003f");
+      }
+      ++i;  // the escaped character
+    }
+  }
+  return out;
+}
+
+// The answer to a line protobuf's JSON parser refused: with the request's id when the line
+// parses once its non-ASCII text is set aside (it held text that is not Unicode: invalid
+// UTF-8, or an unpaired surrogate escape, which no text field can carry), else with none.
+McpIncoming Unparsable(absl::string_view line, const std::string& why) {
+  Value message;
+  if (google::protobuf::util::JsonStringToMessage(WithoutNonAscii(line), &message).ok() &&
+      message.kind_case() == Value::kStructValue) {
+    const Value* id = Field(message.struct_value(), "id");
+    if (UsableId(id)) {
+      return Answer(Error(*id, kInvalidParams,
+                          absl::StrCat("Invalid params: the request holds text that is not "
+                                       "Unicode (invalid UTF-8, or an unpaired UTF-16 surrogate "
+                                       "escape): ", why, "; nothing was done")));
+    }
+  }
+  return Answer(Error(NullId(), kParseError,
+                      absl::StrCat("Parse error: ", why, "; nothing was done")));
+}
+
 }  // namespace
 
 McpIncoming ReadMcpLine(absl::string_view line) {
   if (!JsonNestingWithin(line, kMaxMcpNesting)) {
     return Answer(Error(NullId(), kParseError,
-                        absl::StrCat("Parse error: nested more than ", kMaxMcpNesting,
-                                     " levels deep")));
+                        absl::StrCat("Parse error: the message nests objects and arrays more "
+                                     "than ", kMaxMcpNesting, " levels deep; nothing was done")));
   }
   Value message;
-  if (!google::protobuf::util::JsonStringToMessage(std::string(line), &message).ok()) {
-    return Answer(Error(NullId(), kParseError, "Parse error: not one JSON value"));
+  if (const auto parsed = google::protobuf::util::JsonStringToMessage(std::string(line), &message);
+      !parsed.ok()) {
+    return Unparsable(line, std::string(parsed.message().data(), parsed.message().size()));
   }
   if (message.kind_case() != Value::kStructValue) {
     return Answer(Error(NullId(), kInvalidRequest, "Invalid Request: not a JSON object"));
   }
   const Struct& object = message.struct_value();
   const Value* id = Field(object, "id");
-  const bool id_usable = id != nullptr && (id->kind_case() == Value::kStringValue ||
-                                           id->kind_case() == Value::kNumberValue);
+  const bool id_usable = UsableId(id);
   const Value answer_id = id_usable ? *id : NullId();
   const Value* version = Field(object, "jsonrpc");
   if (version == nullptr || version->string_value() != "2.0") {
@@ -170,19 +226,28 @@ McpIncoming ReadMcpLine(absl::string_view line) {
 std::string McpLineTooLong() {
   return Error(NullId(), kInvalidRequest,
                absl::StrCat("Invalid Request: a message longer than ", kMaxMcpLineBytes,
-                            " bytes was skipped"));
+                            " bytes was skipped unread (a write takes at most 16 MiB); nothing "
+                            "was done"));
 }
 
-std::string RunMcpToolCall(const McpToolCall& call, const CallBroker& call_broker) {
-  absl::StatusOr<v1::Response> response = call_broker(call.request);
+std::string RunMcpToolCall(McpToolCall call, const CallBroker& call_broker) {
+  absl::StatusOr<v1::Response> response = call_broker(std::move(call.request));
   const ToolOutput output =
       response.ok() ? RenderResponse(*response) : RenderLocalFailure(response.status());
+  // A declared tool that failed or ran out of time failed, though the broker answered; a
+  // command's nonzero exit status is its result.
+  const bool tool_failed = response.ok() && response->has_call_tool() &&
+                           (response->call_tool().is_error() || response->call_tool().timed_out());
   Struct result;
   Value& item = *(*result.mutable_fields())["content"].mutable_list_value()->add_values();
   (*item.mutable_struct_value()->mutable_fields())["type"] = Text("text");
   (*item.mutable_struct_value()->mutable_fields())["text"] = Text(output.json);
-  (*result.mutable_fields())["isError"].set_bool_value(output.exit_code != kExitOk);
+  (*result.mutable_fields())["isError"].set_bool_value(output.exit_code != kExitOk || tool_failed);
   return Result(call.id, std::move(result));
+}
+
+std::string McpCallNotStarted(const McpToolCall& call, const std::string& why) {
+  return Error(call.id, kServerError, absl::StrCat(why, "; the call was not started"));
 }
 
 }  // namespace airlock::worker

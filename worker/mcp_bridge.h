@@ -19,8 +19,8 @@
 
 namespace airlock::worker {
 
-// The longest line read (a write's content, JSON-escaped, fits; the broker bounds it again).
-inline constexpr size_t kMaxMcpLineBytes = 64u << 20;
+// The longest line read: a write of the broker's largest content (16 MiB) fits, escaped.
+inline constexpr size_t kMaxMcpLineBytes = 40u << 20;
 // The deepest nesting of objects and arrays accepted in one line.
 inline constexpr size_t kMaxMcpNesting = 64;
 
@@ -50,8 +50,12 @@ std::string McpLineTooLong();
 using CallBroker = std::function<absl::StatusOr<v1::Response>(v1::Request)>;
 
 // Runs `call` through `call_broker` and renders the tools/call result: one text item holding
-// the JSON object `airlock tool` prints, and isError when the broker refused or failed.
-std::string RunMcpToolCall(const McpToolCall& call, const CallBroker& call_broker);
+// the JSON object `airlock tool` prints, and isError when the broker refused or failed, or a
+// declared tool failed or timed out.
+std::string RunMcpToolCall(McpToolCall call, const CallBroker& call_broker);
+
+// The answer to a call that was not started, saying why (JSON-RPC server error -32000).
+std::string McpCallNotStarted(const McpToolCall& call, const std::string& why);
 
 }  // namespace airlock::worker
 

@@ -10,105 +10,149 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "platform/base/fd_io.h"
 #include "worker/broker_client.h"
 #include "worker/mcp_bridge.h"
+#include "worker/mcp_line_reader.h"
 
 namespace airlock::worker {
 namespace {
 
-// Calls running at once; the next line is read when one ends.
+// Calls running at once; one more is answered at once that it was not started (the reader
+// never waits, so a cancel or a ping always gets through).
 constexpr size_t kMaxCallsInFlight = 32;
 
 // One tools/call on its own thread and channel.
 struct RunningCall {
   std::string id_key;
+  std::thread thread;                // joined by the reading thread once done
+  bool done = false;                 // guarded by Session::mutex
   bool cancelled = false;            // guarded by Session::mutex
   BrokerClient* client = nullptr;    // guarded by Session::mutex; while its Call runs
 };
 
-// Shared by the reading thread and the call threads (which may outlive a return from Serve
-// only until they have left the mutex: the session is held by each of them).
-struct Session {
-  std::mutex mutex;
-  std::condition_variable changed;
-  std::list<std::shared_ptr<RunningCall>> running;  // guarded by mutex
-
-  std::mutex output_mutex;
+class Session {
+ public:
   void Send(const std::string& line) {
-    std::lock_guard<std::mutex> lock(output_mutex);
+    std::lock_guard<std::mutex> lock(output_mutex_);
     // A client that went away: its lines are lost with it; stdin's end ends the session.
     (void)WriteFully(STDOUT_FILENO, line + "\n", "stdout");
   }
 
+  void Handle(absl::string_view line) {
+    McpIncoming incoming = ReadMcpLine(line);
+    if (incoming.answer.has_value()) Send(*incoming.answer);
+    if (incoming.cancelled.has_value()) Cancel(*incoming.cancelled);
+    if (incoming.call.has_value()) Start(*std::move(incoming.call));
+  }
+
+  // Every call started is answered (or dropped, when cancelled) before the session ends.
+  void Finish() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    finished_.wait(lock, [this] {
+      for (const auto& call : calls_) {
+        if (!call->done) return false;
+      }
+      return true;
+    });
+    std::list<std::shared_ptr<RunningCall>> calls = std::move(calls_);
+    lock.unlock();
+    for (const auto& call : calls) call->thread.join();
+  }
+
+ private:
   void Cancel(const std::string& id_key) {
-    std::lock_guard<std::mutex> lock(mutex);
-    for (const auto& call : running) {
-      if (call->id_key != id_key) continue;
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& call : calls_) {
+      if (call->id_key != id_key || call->done) continue;
       call->cancelled = true;
       if (call->client != nullptr) call->client->Hangup();
     }
   }
+
+  void Start(McpToolCall tool_call) {
+    std::list<std::shared_ptr<RunningCall>> ended;
+    auto call = std::make_shared<RunningCall>();
+    call->id_key = tool_call.id_key;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (auto it = calls_.begin(); it != calls_.end();) {
+        if ((*it)->done) {
+          ended.push_back(std::move(*it));
+          it = calls_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      if (calls_.size() >= kMaxCallsInFlight) {
+        Send(McpCallNotStarted(tool_call, absl::StrCat("airlock mcp runs at most ",
+                                                       kMaxCallsInFlight,
+                                                       " calls at once; try again when one ends")));
+        call = nullptr;
+      } else {
+        calls_.push_back(call);
+      }
+    }
+    for (const auto& done : ended) done->thread.join();  // they have ended their work
+    if (call == nullptr) return;
+    try {
+      std::thread thread([this, call, tool_call]() mutable { Run(*call, std::move(tool_call)); });
+      std::lock_guard<std::mutex> lock(mutex_);
+      call->thread = std::move(thread);
+    } catch (const std::system_error& failure) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        calls_.remove(call);
+      }
+      Send(McpCallNotStarted(tool_call,
+                             absl::StrCat("airlock mcp cannot start a thread now (",
+                                          failure.what(), ")")));
+    }
+  }
+
+  void Run(RunningCall& call, McpToolCall tool_call) {
+    const std::string answer = RunMcpToolCall(std::move(tool_call), [&](v1::Request request) {
+      return CallOnItsOwnChannel(call, std::move(request));
+    });
+    std::lock_guard<std::mutex> lock(mutex_);
+    // A cancelled call is not answered (MCP); the others are, before they count as done.
+    if (!call.cancelled) Send(answer);
+    call.done = true;
+    finished_.notify_all();
+  }
+
+  absl::StatusOr<v1::Response> CallOnItsOwnChannel(RunningCall& call, v1::Request request) {
+    auto client = BrokerClient::ConnectFromEnvironment("airlock mcp");
+    if (!client.ok()) return client.status();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (call.cancelled) return absl::CancelledError("cancelled by the client");
+      call.client = client->get();
+    }
+    absl::StatusOr<v1::Response> response = (*client)->Call(std::move(request));
+    std::lock_guard<std::mutex> lock(mutex_);
+    call.client = nullptr;
+    return response;
+  }
+
+  std::mutex output_mutex_;  // taken inside mutex_, never the other way round
+  std::mutex mutex_;
+  std::condition_variable finished_;
+  std::list<std::shared_ptr<RunningCall>> calls_;  // guarded by mutex_
 };
 
-absl::StatusOr<v1::Response> CallOnItsOwnChannel(Session& session, RunningCall& call,
-                                                 v1::Request request) {
-  auto client = BrokerClient::ConnectFromEnvironment("airlock mcp");
-  if (!client.ok()) return client.status();
-  {
-    std::lock_guard<std::mutex> lock(session.mutex);
-    if (call.cancelled) return absl::CancelledError("cancelled by the client");
-    call.client = client->get();
-  }
-  absl::StatusOr<v1::Response> response = (*client)->Call(std::move(request));
-  std::lock_guard<std::mutex> lock(session.mutex);
-  call.client = nullptr;
-  return response;
-}
-
-void Start(const std::shared_ptr<Session>& session, McpToolCall tool_call) {
-  auto call = std::make_shared<RunningCall>();
-  call->id_key = tool_call.id_key;
-  {
-    std::unique_lock<std::mutex> lock(session->mutex);
-    session->changed.wait(lock, [&] { return session->running.size() < kMaxCallsInFlight; });
-    session->running.push_back(call);
-  }
-  std::thread([session, call, tool_call = std::move(tool_call)] {
-    const std::string answer = RunMcpToolCall(tool_call, [&](v1::Request request) {
-      return CallOnItsOwnChannel(*session, *call, std::move(request));
-    });
-    bool cancelled;
-    {
-      std::lock_guard<std::mutex> lock(session->mutex);
-      cancelled = call->cancelled;
-    }
-    // A cancelled call is not answered (MCP); the others are, before they count as done.
-    if (!cancelled) session->Send(answer);
-    std::lock_guard<std::mutex> lock(session->mutex);
-    session->running.remove(call);
-    session->changed.notify_all();
-  }).detach();
-}
-
-void Handle(const std::shared_ptr<Session>& session, absl::string_view line) {
-  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  if (line.find_first_not_of(" \t") == absl::string_view::npos) return;
-  McpIncoming incoming = ReadMcpLine(line);
-  if (incoming.answer.has_value()) session->Send(*incoming.answer);
-  if (incoming.cancelled.has_value()) session->Cancel(*incoming.cancelled);
-  if (incoming.call.has_value()) Start(session, *std::move(incoming.call));
-}
-
-// Reads stdin to its end, line by line; 0 at its end, 2 when it cannot be read.
+// Reads stdin to its end; 0 at its end, 2 when it cannot be read.
 int Serve() {
-  auto session = std::make_shared<Session>();
-  std::string buffer;
-  bool skipping = false;  // inside a line longer than kMaxMcpLineBytes
+  Session session;
+  McpLineReader reader(kMaxMcpLineBytes,
+                       {[&session](absl::string_view line) { session.Handle(line); },
+                        [&session] { session.Send(McpLineTooLong()); }});
   char chunk[1 << 16];
   int status = 0;
   for (;;) {
@@ -120,27 +164,10 @@ int Serve() {
       break;
     }
     if (n == 0) break;
-    absl::string_view data(chunk, static_cast<size_t>(n));
-    while (!data.empty()) {
-      const size_t newline = data.find('\n');
-      const absl::string_view piece = data.substr(0, newline);
-      if (!skipping) buffer.append(piece.data(), piece.size());
-      if (!skipping && buffer.size() > kMaxMcpLineBytes) {
-        session->Send(McpLineTooLong());
-        buffer.clear();
-        skipping = true;
-      }
-      if (newline == absl::string_view::npos) break;
-      data.remove_prefix(newline + 1);
-      if (!skipping) Handle(session, buffer);
-      buffer.clear();
-      skipping = false;
-    }
+    reader.Feed(absl::string_view(chunk, static_cast<size_t>(n)));
   }
-  if (status == 0 && !skipping) Handle(session, buffer);  // a last line without a newline
-  // Every call started is answered before the server ends.
-  std::unique_lock<std::mutex> lock(session->mutex);
-  session->changed.wait(lock, [&] { return session->running.empty(); });
+  if (status == 0) reader.Finish();
+  session.Finish();
   return status;
 }
 

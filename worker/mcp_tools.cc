@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
+#include "platform/ipc/frame_codec.h"
 
 namespace airlock::worker {
 namespace {
@@ -81,6 +82,8 @@ struct Tool {
 };
 
 constexpr uint64_t kMaxExactInteger = uint64_t{1} << 53;
+// A request that fits one frame with room for its envelope.
+constexpr size_t kMaxRequestBytes = ipc::kMaxFramePayloadBytes - 4096;
 constexpr char kJustification[] = "Why, shown to the person or program that approves it";
 
 const std::vector<Tool>& Tools() {
@@ -192,6 +195,28 @@ const std::vector<Tool>& Tools() {
   return *tools;
 }
 
+// Whether every number in `value` lies within ±2^53, where a double (what the JSON parser
+// makes of a number) holds integers exactly: a larger one would reach the tool changed.
+bool NumbersExact(const Value& value, int depth = 0) {
+  if (depth > 64) return false;
+  switch (value.kind_case()) {
+    case Value::kNumberValue:
+      return std::fabs(value.number_value()) <= static_cast<double>(kMaxExactInteger);
+    case Value::kStructValue:
+      for (const auto& [name, field] : value.struct_value().fields()) {
+        if (!NumbersExact(field, depth + 1)) return false;
+      }
+      return true;
+    case Value::kListValue:
+      for (const Value& item : value.list_value().values()) {
+        if (!NumbersExact(item, depth + 1)) return false;
+      }
+      return true;
+    default:
+      return true;
+  }
+}
+
 bool HasType(const Value& value, const Parameter& parameter) {
   switch (parameter.type) {
     case Type::kString:
@@ -199,7 +224,7 @@ bool HasType(const Value& value, const Parameter& parameter) {
     case Type::kBoolean:
       return value.kind_case() == Value::kBoolValue;
     case Type::kObject:
-      return value.kind_case() == Value::kStructValue;
+      return value.kind_case() == Value::kStructValue && NumbersExact(value);
     case Type::kInteger: {
       if (value.kind_case() != Value::kNumberValue) return false;
       const double n = value.number_value();
@@ -212,7 +237,7 @@ bool HasType(const Value& value, const Parameter& parameter) {
 std::string Expected(const Parameter& parameter) {
   switch (parameter.type) {
     case Type::kInteger: return absl::StrCat("an integer from 0 to ", parameter.maximum);
-    case Type::kObject: return "an object";
+    case Type::kObject: return "an object whose numbers are within ±2^53 (larger ones as strings)";
     default: return absl::StrCat("a ", TypeName(parameter.type));
   }
 }
@@ -287,7 +312,15 @@ absl::StatusOr<v1::Request> RequestForMcpCall(absl::string_view name, const Stru
                                                      "'"));
     }
   }
-  return tool->build(Arguments(arguments));
+  v1::Request request = tool->build(Arguments(arguments));
+  // What the channel would refuse as a frame: said here, with the bound that matters.
+  if (request.ByteSizeLong() > kMaxRequestBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tool '", tool->name, "': the request would be ", request.ByteSizeLong(),
+        " bytes; the broker takes requests of at most ", kMaxRequestBytes,
+        " bytes (file contents up to 16 MiB)"));
+  }
+  return request;
 }
 
 }  // namespace airlock::worker

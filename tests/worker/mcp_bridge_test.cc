@@ -156,6 +156,72 @@ TEST(McpBridgeTest, MalformedLinesGetJsonRpcErrors) {
             -32600);
 }
 
+TEST(McpBridgeTest, TextThatIsNotUnicodeIsRefusedWithTheRequestsId) {
+  // A raw byte that is not UTF-8, and an unpaired surrogate escape (JavaScript's JSON.stringify
+  // writes one for a broken pair): no text field can carry them.
+  for (const std::string& bad : {std::string("\xff\xfe"), std::string("\\ud800")}) {
+    const std::string line =
+        R"({"jsonrpc":"2.0","id":"w","method":"tools/call","params":{"name":"write","arguments":{"path":"a","content":")" +
+        bad + R"("}}})";
+    const McpIncoming incoming = ReadMcpLine(line);
+    ASSERT_FALSE(incoming.call.has_value()) << line;
+    ASSERT_TRUE(incoming.answer.has_value());
+    const Struct answer = Parsed(*incoming.answer);
+    EXPECT_EQ(At(answer, "id").string_value(), "w") << *incoming.answer;
+    const Struct error = At(answer, "error").struct_value();
+    EXPECT_EQ(At(error, "code").number_value(), -32602);
+    EXPECT_THAT(At(error, "message").string_value(), HasSubstr("not Unicode"));
+  }
+  // A line that is no JSON at all: no id to answer with; the parser's reason is given.
+  const auto [code, message] = ErrorOf(ReadMcpLine(R"({"jsonrpc":"2.0","id":1,)"));
+  EXPECT_EQ(code, -32700);
+  EXPECT_THAT(message, HasSubstr("nothing was done"));
+  EXPECT_GT(message.size(), std::string("Parse error: ; nothing was done").size());
+}
+
+TEST(McpBridgeTest, AnIdTheAnswerCannotRepeatExactlyIsRefused) {
+  const McpIncoming huge =
+      ReadMcpLine(R"({"jsonrpc":"2.0","id":12345678901234567890,"method":"ping"})");
+  ASSERT_TRUE(huge.answer.has_value());
+  EXPECT_EQ(At(Parsed(*huge.answer), "id").kind_case(), Value::kNullValue);
+  EXPECT_EQ(ErrorOf(huge).first, -32600);
+  const McpIncoming exact = ReadMcpLine(R"({"jsonrpc":"2.0","id":9007199254740992,"method":"ping"})");
+  ASSERT_TRUE(exact.answer.has_value());
+  EXPECT_TRUE(At(Parsed(*exact.answer), "result").has_struct_value());
+}
+
+TEST(McpBridgeTest, ADeclaredToolThatFailedOrTimedOutIsAToolError) {
+  McpIncoming incoming = ReadMcpLine(
+      R"({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"srv.t"}}})");
+  ASSERT_TRUE(incoming.call.has_value());
+  for (const bool timed_out : {false, true}) {
+    const std::string answer = RunMcpToolCall(*incoming.call, [timed_out](v1::Request) {
+      v1::Response response;
+      response.mutable_call_tool()->set_is_error(!timed_out);
+      response.mutable_call_tool()->set_timed_out(timed_out);
+      return absl::StatusOr<v1::Response>(response);
+    });
+    EXPECT_TRUE(At(At(Parsed(answer), "result").struct_value(), "isError").bool_value())
+        << answer;
+  }
+  // A command's nonzero exit status is its result, not a failure of the tool.
+  McpIncoming bash = ReadMcpLine(
+      R"({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"bash","arguments":{"command":"false"}}})");
+  ASSERT_TRUE(bash.call.has_value());
+  const std::string answer = RunMcpToolCall(*bash.call, [](v1::Request) {
+    v1::Response response;
+    response.mutable_bash()->set_exit_code(1);
+    return absl::StatusOr<v1::Response>(response);
+  });
+  EXPECT_FALSE(At(At(Parsed(answer), "result").struct_value(), "isError").bool_value());
+  // A call that was not started says so, with its id.
+  const Struct refused = Parsed(McpCallNotStarted(*bash.call, "too many"));
+  EXPECT_EQ(At(refused, "id").number_value(), 5);
+  EXPECT_EQ(At(At(refused, "error").struct_value(), "code").number_value(), -32000);
+  EXPECT_THAT(At(At(refused, "error").struct_value(), "message").string_value(),
+              HasSubstr("too many; the call was not started"));
+}
+
 TEST(McpBridgeTest, NotificationsAndTheClientsAnswersAreNeverAnswered) {
   for (const char* line : {R"({"jsonrpc":"2.0","method":"notifications/initialized"})",
                            R"({"jsonrpc":"2.0","method":"tools/call","params":{"name":"read"}})",

@@ -100,6 +100,23 @@ TEST(McpToolsTest, ArgumentsOutsideTheSchemaAreRefusedSayingWhich) {
   EXPECT_THAT(Refusal("context", R"({"x":1})"), HasSubstr("takes no argument 'x'"));
 }
 
+TEST(McpToolsTest, NumbersADeclaredToolWouldReceiveChangedAreRefused) {
+  EXPECT_THAT(Refusal("call_tool", R"({"name":"t","arguments":{"a":[1,{"n":1152921504606846976}]}})"),
+              HasSubstr("within ±2^53"));
+  EXPECT_TRUE(RequestForMcpCall("call_tool", Args(R"({"name":"t","arguments":{"n":9007199254740992}})")).ok());
+}
+
+TEST(McpToolsTest, ARequestLargerThanAFrameIsRefusedNamingTheBound) {
+  Struct args;
+  (*args.mutable_fields())["path"].set_string_value("big");
+  (*args.mutable_fields())["content"].set_string_value(std::string(21u << 20, 'x'));
+  auto request = RequestForMcpCall("write", args);
+  ASSERT_FALSE(request.ok());
+  EXPECT_THAT(request.status().message(), HasSubstr("the broker takes requests of at most"));
+  (*args.mutable_fields())["content"].set_string_value(std::string(16u << 20, 'x'));
+  EXPECT_TRUE(RequestForMcpCall("write", args).ok());
+}
+
 TEST(McpToolsTest, IntegersMustBeWholeNonNegativeAndInRange) {
   for (const char* bad : {"-1", "1.5", "4294967296", "\"30\"", "1e300"}) {
     EXPECT_THAT(Refusal("bash", std::string(R"({"command":"x","timeout":)") + bad + "}"),

@@ -22,6 +22,11 @@ TEST(JsonNestingTest, BracketsInsideStringsDoNotCount) {
   EXPECT_TRUE(JsonNestingWithin(R"({"a":"\"[[[["})", 1));
   // An escaped backslash does.
   EXPECT_FALSE(JsonNestingWithin(R"({"a":"\\",[[[[ "x"]]]]})", 3));
+  // A single quote inside a double-quoted string is text, and the other way round.
+  EXPECT_TRUE(JsonNestingWithin(R"({"a":"it's [[[["})", 1));
+  EXPECT_TRUE(JsonNestingWithin(R"({"a":'say "[[[["'})", 1));
+  // A single-quoted string (which protobuf's parser takes) does not hide what follows it.
+  EXPECT_FALSE(JsonNestingWithin(R"({"x":'"',"p":[[[[1]]]]})", 3));
 }
 
 TEST(JsonNestingTest, DeepInputIsRefusedWithoutParsingIt) {
