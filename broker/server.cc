@@ -11,10 +11,20 @@
 #include "absl/strings/str_cat.h"
 #include "broker/after_reply.h"
 #include "broker/wire_error.h"
+#include "broker/wire_text.h"
 #include "platform/base/logging.h"
 #include "platform/ipc/connector.h"
 
 namespace airlock::broker {
+namespace {
+
+// Sends what the broker says to a client, its text made valid UTF-8 first (wire_text.h).
+absl::Status SendToClient(ipc::Channel& channel, v1::BrokerMessage& message) {
+  EscapeInvalidUtf8Strings(&message);
+  return channel.Send(message);
+}
+
+}  // namespace
 
 absl::Duration DefaultChannelSendTimeout() {
   constexpr int kDefaultSeconds = 30;
@@ -114,7 +124,7 @@ void Server::CloseWithProtocolError(ipc::Channel& channel, uint64_t channel_id,
   error->set_code(code != v1::ERROR_CODE_UNSPECIFIED ? code : WireCodeOf(why));
   error->set_message(absl::StrCat("protocol error, closing this channel: ", why.message()));
   // Best effort: the peer may already be gone.
-  (void)channel.Send(message);
+  (void)SendToClient(channel, message);
   channel.Shutdown();
 }
 
@@ -182,7 +192,7 @@ void Server::ServeChannel(std::shared_ptr<ipc::Channel> channel, uint64_t channe
     v1::BrokerMessage reply;
     reply.mutable_hello_reply()->set_protocol_version(v1::PROTOCOL_VERSION_1);
     *reply.mutable_hello_reply()->mutable_context() = context_();
-    if (!channel->Send(reply).ok()) return;
+    if (!SendToClient(*channel, reply).ok()) return;
     std::lock_guard<std::mutex> lock(mutex_);
     greeted_.insert(channel);
   }
@@ -225,7 +235,7 @@ void Server::ServeChannel(std::shared_ptr<ipc::Channel> channel, uint64_t channe
               AfterReply::Scope after_reply;
               v1::BrokerMessage done;
               *done.mutable_response() = dispatcher_.Handle(request, channel_id, token.get());
-              if (absl::Status sent = channel->Send(done); !sent.ok()) {
+              if (absl::Status sent = SendToClient(*channel, done); !sent.ok()) {
                 DropChannel(*channel, channel_id, sent);
               }
             }
@@ -245,7 +255,7 @@ void Server::ServeChannel(std::shared_ptr<ipc::Channel> channel, uint64_t channe
     } else {
       *reply.mutable_response() = dispatcher_.Handle(request, channel_id, nullptr);
     }
-    if (absl::Status sent = channel->Send(reply); !sent.ok()) {
+    if (absl::Status sent = SendToClient(*channel, reply); !sent.ok()) {
       DropChannel(*channel, channel_id, sent);
       break;
     }
@@ -263,6 +273,7 @@ void Server::Broadcast(const v1::Event& event) {
     std::lock_guard<std::mutex> lock(mutex_);
     targets.assign(greeted_.begin(), greeted_.end());
   }
+  EscapeInvalidUtf8Strings(&message);
   for (const auto& channel : targets) {
     if (!channel->Send(message).ok()) channel->Shutdown();
   }

@@ -83,9 +83,12 @@ TEST_P(RunTest, ThirtyTwoConcurrentClientsAreAllAnswered) {
 
 TEST_P(RunTest, ListAndReadThroughTheBroker) {
   workspace_.Write("dir/one.txt", "1");
+  // A name that is not UTF-8 is listed escaped, not a failure of the whole listing.
+  workspace_.Write("dir/two\xff.txt", "2");
   CommandResult result = RunScript("airlock tool ls dir && airlock tool read dir/one.txt");
   ASSERT_EQ(result.exit_code, 0) << result;
   EXPECT_THAT(result.out, HasSubstr("\"name\":\"one.txt\""));
+  EXPECT_THAT(result.out, HasSubstr("\"name\":\"two\\\\xff.txt\""));
   EXPECT_THAT(result.out, HasSubstr("\"content\":\"1\""));
 }
 

@@ -6,50 +6,12 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
+#include "platform/base/utf8.h"
 
 namespace airlock::worker {
 namespace {
 
 using google::protobuf::Value;
-
-// Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF.
-bool IsValidUtf8(const std::string& bytes) {
-  size_t i = 0;
-  const size_t n = bytes.size();
-  auto at = [&bytes](size_t k) { return static_cast<unsigned char>(bytes[k]); };
-  while (i < n) {
-    const unsigned char c = at(i);
-    size_t length;
-    uint32_t code_point;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xe0) == 0xc0) {
-      length = 2;
-      code_point = c & 0x1f;
-    } else if ((c & 0xf0) == 0xe0) {
-      length = 3;
-      code_point = c & 0x0f;
-    } else if ((c & 0xf8) == 0xf0) {
-      length = 4;
-      code_point = c & 0x07;
-    } else {
-      return false;
-    }
-    if (i + length > n) return false;
-    for (size_t k = 1; k < length; ++k) {
-      if ((at(i + k) & 0xc0) != 0x80) return false;
-      code_point = (code_point << 6) | (at(i + k) & 0x3f);
-    }
-    static constexpr uint32_t kMinimum[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (code_point < kMinimum[length] || code_point > 0x10ffff ||
-        (code_point >= 0xd800 && code_point <= 0xdfff)) {
-      return false;
-    }
-    i += length;
-  }
-  return true;
-}
 
 std::string ToJson(const google::protobuf::Message& message) {
   std::string json;

@@ -1,14 +1,25 @@
-// UTF-8 encoding of one code point (for JSON \u escapes, decoded by more than one reader).
+// UTF-8: encoding one code point (for JSON \u escapes, decoded by more than one reader), and
+// telling (and escaping) bytes that are not strict UTF-8 — what protobuf's string fields and
+// JSON text must hold.
 #ifndef PLATFORM_BASE_UTF8_H_
 #define PLATFORM_BASE_UTF8_H_
 
 #include <cstdint>
 #include <string>
 
+#include "absl/strings/string_view.h"
+
 namespace airlock {
 
 // Appends `code_point` (at most 0x10FFFF) as UTF-8.
 void AppendUtf8(std::string* out, uint32_t code_point);
+
+// Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF.
+bool IsValidUtf8(absl::string_view bytes);
+
+// `bytes` with every byte that is not part of a strict UTF-8 sequence written as `\xNN`
+// (lowercase hex); valid text is returned unchanged.
+std::string EscapeInvalidUtf8(absl::string_view bytes);
 
 }  // namespace airlock
 

@@ -1,0 +1,44 @@
+#include "broker/wire_text.h"
+
+#include <string>
+
+#include "airlock/v1/wire.pb.h"
+#include "gtest/gtest.h"
+
+namespace airlock::broker {
+namespace {
+
+TEST(WireTextTest, TextThatIsNotUtf8IsEscapedSoTheMessageParses) {
+  v1::BrokerMessage message;
+  v1::ListResult* list = message.mutable_response()->mutable_list();
+  list->set_canonical_path("/ws/d\xff");
+  list->add_entries()->set_name("ok.txt");
+  list->add_entries()->set_name("bad\xfe.txt");
+  v1::BrokerMessage error;
+  error.mutable_response()->mutable_error()->set_message("refused /ws/\xc0\xaf");
+
+  EscapeInvalidUtf8Strings(&message);
+  EscapeInvalidUtf8Strings(&error);
+
+  std::string wire;
+  ASSERT_TRUE(message.SerializeToString(&wire));
+  v1::BrokerMessage received;
+  ASSERT_TRUE(received.ParseFromString(wire)) << "a receiver refuses strings that are not UTF-8";
+  EXPECT_EQ(received.response().list().canonical_path(), "/ws/d\\xff");
+  EXPECT_EQ(received.response().list().entries(0).name(), "ok.txt");
+  EXPECT_EQ(received.response().list().entries(1).name(), "bad\\xfe.txt");
+  EXPECT_EQ(error.response().error().message(), "refused /ws/\\xc0\\xaf");
+}
+
+TEST(WireTextTest, BytesFieldsAndValidTextAreLeftAlone) {
+  v1::BrokerMessage message;
+  v1::ReadResult* read = message.mutable_response()->mutable_read();
+  read->set_canonical_path("/ws/caf\xc3\xa9");
+  read->set_content(std::string("\xff\x00\xfe", 3));
+  EscapeInvalidUtf8Strings(&message);
+  EXPECT_EQ(message.response().read().canonical_path(), "/ws/caf\xc3\xa9");
+  EXPECT_EQ(message.response().read().content(), std::string("\xff\x00\xfe", 3));
+}
+
+}  // namespace
+}  // namespace airlock::broker
