@@ -302,8 +302,10 @@ absl::StatusOr<Struct> McpClient::Request(const std::string& method, Struct para
       if (!IsObject(error)) return Violation(method, "the error is not an object");
       const Value* code = Field(error->struct_value(), "code");
       const Value* text = Field(error->struct_value(), "message");
+      // An integer a double holds exactly (and an int64_t takes): a server chooses it.
       if (code == nullptr || code->kind_case() != Value::kNumberValue ||
-          std::trunc(code->number_value()) != code->number_value()) {
+          std::trunc(code->number_value()) != code->number_value() ||
+          std::fabs(code->number_value()) > 9007199254740992.0) {
         return Violation(method, "the error has no integer code");
       }
       const double number = code->number_value();

@@ -11,6 +11,7 @@
 //   --deep               answers tools/list with JSON nested 200000 levels deep
 //   --exit-after-init    exits once initialized
 //   --wrong-id           answers tools/list with another id
+//   --huge-error-code    answers tools/list with an error whose code is -3.2e93
 //   --bad-version        asks for protocol version 1999-01-01
 //   --server-requests    before each tools/call answer: a notification and a request of its
 //                        own (roots/list); the error code of the client's answer is appended
@@ -49,6 +50,7 @@ struct Flags {
   bool deep = false;
   bool exit_after_init = false;
   bool wrong_id = false;
+  bool huge_error_code = false;
   bool bad_version = false;
   bool server_requests = false;
   int many_tools = 0;
@@ -238,6 +240,16 @@ void ListTools(const Value& id, const Struct& params) {
     WriteLine("{\"a\":" + std::string(200000, '[') + std::string(200000, ']') + "}");
     return;
   }
+  if (flags.huge_error_code) {
+    Struct message;
+    (*message.mutable_fields())["jsonrpc"] = Str("2.0");
+    (*message.mutable_fields())["id"] = id;
+    Struct* error = (*message.mutable_fields())["error"].mutable_struct_value();
+    (*error->mutable_fields())["code"].set_number_value(-3.2e93);
+    (*error->mutable_fields())["message"] = Str("huge");
+    Send(message);
+    return;
+  }
   Value answer_id = id;
   if (flags.wrong_id) answer_id.set_number_value(id.number_value() + 1000);
   const std::vector<Struct> tools = AllTools();
@@ -267,6 +279,7 @@ bool ParseFlag(const std::string& arg) {
   if (arg == "--deep") return flags.deep = true;
   if (arg == "--exit-after-init") return flags.exit_after_init = true;
   if (arg == "--wrong-id") return flags.wrong_id = true;
+  if (arg == "--huge-error-code") return flags.huge_error_code = true;
   if (arg == "--bad-version") return flags.bad_version = true;
   if (arg == "--server-requests") return flags.server_requests = true;
   if (arg.rfind("--tag=", 0) == 0) return true;

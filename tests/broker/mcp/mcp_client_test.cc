@@ -200,7 +200,9 @@ INSTANTIATE_TEST_SUITE_P(
                       // Gone before tools/list is written ("closed its input") or after
                       // ("closed its output"): which one is a race, both break the connection.
                       Misbehaviour{"--exit-after-init", v1::INTERNAL, "closed its"},
-                      Misbehaviour{"--wrong-id", v1::INTERNAL, "wrong id"}));
+                      Misbehaviour{"--wrong-id", v1::INTERNAL, "wrong id"},
+                      // Found by the fuzzer: converting it to an integer was undefined.
+                      Misbehaviour{"--huge-error-code", v1::INTERNAL, "no integer code"}));
 
 TEST_F(McpClientTest, UnknownProtocolVersionIsRefused) {
   StartServer({"--bad-version"});
