@@ -288,6 +288,7 @@ absl::StatusOr<v1::BashResult> Dispatcher::Bash(const v1::BashRequest& request,
   if (absl::StripAsciiWhitespace(request.command()).empty()) {
     return WireError(v1::INVALID_ARGUMENT, "bash refused: empty command");
   }
+  AIRLOCK_RETURN_IF_ERROR(ShellRunner::CheckCommand(request.command()));
   // The working directory: the workspace unless given; resolved like a file-tool path.
   const std::string requested_cwd = request.cwd().empty() ? policy.roots().front() : request.cwd();
   AIRLOCK_ASSIGN_OR_RETURN(ClassifiedTarget cwd, services_.files->Classify(requested_cwd));

@@ -119,14 +119,26 @@ void ShellRunner::KeepFullOutput(const std::string& path) {
   for (const std::string& old : expired) ::unlink(old.c_str());
 }
 
+absl::Status ShellRunner::CheckCommand(absl::string_view command) {
+  if (command.find('\0') != absl::string_view::npos) {
+    return WireError(v1::INVALID_ARGUMENT, "bash: the command contains a NUL byte");
+  }
+  if (command.size() > kMaxCommandBytes) {
+    return WireError(v1::TOO_LARGE,
+                     absl::StrCat("bash refused: the command is ", command.size(),
+                                  " bytes; a command line may be at most ", kMaxCommandBytes,
+                                  " bytes (the kernel's bound on one argument) — write a longer "
+                                  "script to a file and run that"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<v1::BashResult> ShellRunner::Run(const ShellRequest& request,
                                                 CancelToken* cancel) {
   if (request.argv.empty() == request.command.empty()) {
     return WireError(v1::INVALID_ARGUMENT, "bash: give exactly one of a command or an argv");
   }
-  if (request.command.find('\0') != std::string::npos) {
-    return WireError(v1::INVALID_ARGUMENT, "bash: the command contains a NUL byte");
-  }
+  AIRLOCK_RETURN_IF_ERROR(CheckCommand(request.command));
   const bool unsandboxed =
       request.preset == v1::PRESET_DANGER_FULL_ACCESS || request.escalated;
   absl::StatusOr<TreeRunResult> run;

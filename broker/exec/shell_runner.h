@@ -130,6 +130,13 @@ class ShellRunner {
   // At most this many full-output files of this runner exist at once: the oldest is removed
   // when a newer one is made.
   static constexpr size_t kKeptFullOutputs = 16;
+  // The longest command line: bash gets it as one argument, and the kernel takes at most
+  // 128 KiB (with its NUL) for one.
+  static constexpr size_t kMaxCommandBytes = 128 * 1024 - 1;
+
+  // INVALID_ARGUMENT for a command that holds a NUL byte, TOO_LARGE past kMaxCommandBytes:
+  // checked before anything is asked or run.
+  [[nodiscard]] static absl::Status CheckCommand(absl::string_view command);
 
   // Prepares the runtime and output directories and sweeps call directories and full-output
   // files left by dead brokers.
