@@ -11,16 +11,16 @@
 #include "absl/strings/str_cat.h"
 #include "broker/after_reply.h"
 #include "broker/wire_error.h"
-#include "broker/wire_text.h"
+#include "platform/ipc/message_text.h"
 #include "platform/base/logging.h"
 #include "platform/ipc/connector.h"
 
 namespace airlock::broker {
 namespace {
 
-// Sends what the broker says to a client, its text made valid UTF-8 first (wire_text.h).
+// Sends what the broker says to a client, its text made valid UTF-8 first (message_text.h).
 absl::Status SendToClient(ipc::Channel& channel, v1::BrokerMessage& message) {
-  EscapeInvalidUtf8Strings(&message);
+  ipc::EscapeInvalidUtf8Strings(&message);
   return channel.Send(message);
 }
 
@@ -273,7 +273,7 @@ void Server::Broadcast(const v1::Event& event) {
     std::lock_guard<std::mutex> lock(mutex_);
     targets.assign(greeted_.begin(), greeted_.end());
   }
-  EscapeInvalidUtf8Strings(&message);
+  ipc::EscapeInvalidUtf8Strings(&message);
   for (const auto& channel : targets) {
     if (!channel->Send(message).ok()) channel->Shutdown();
   }

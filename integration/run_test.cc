@@ -85,11 +85,16 @@ TEST_P(RunTest, ListAndReadThroughTheBroker) {
   workspace_.Write("dir/one.txt", "1");
   // A name that is not UTF-8 is listed escaped, not a failure of the whole listing.
   workspace_.Write("dir/two\xff.txt", "2");
-  CommandResult result = RunScript("airlock tool ls dir && airlock tool read dir/one.txt");
+  CommandResult result = RunScript(
+      "airlock tool ls dir && airlock tool read dir/one.txt && "
+      "{ airlock tool read \"$(printf 'dir/two\\377.txt')\"; echo \"status=$?\"; }");
   ASSERT_EQ(result.exit_code, 0) << result;
   EXPECT_THAT(result.out, HasSubstr("\"name\":\"one.txt\""));
   EXPECT_THAT(result.out, HasSubstr("\"name\":\"two\\\\xff.txt\""));
   EXPECT_THAT(result.out, HasSubstr("\"content\":\"1\""));
+  // Such a name cannot be asked for: the protocol carries paths as text; the client says so.
+  EXPECT_THAT(result.out, HasSubstr("request.read.path is not UTF-8 text"));
+  EXPECT_THAT(result.out, HasSubstr("status=2"));
 }
 
 // The default $AIRLOCK_HOME ($HOME/.airlock) outside /tmp, where the shell sandbox must hide

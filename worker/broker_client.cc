@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "platform/base/status_macros.h"
 #include "platform/ipc/connector.h"
+#include "platform/ipc/message_text.h"
 
 namespace airlock::worker {
 
@@ -53,6 +54,8 @@ absl::StatusOr<v1::Response> BrokerClient::Call(v1::Request request) {
   request.set_id(id);
   v1::ClientMessage message;
   *message.mutable_request() = std::move(request);
+  // Not sent: the broker would refuse the whole channel for it, saying less.
+  AIRLOCK_RETURN_IF_ERROR(ipc::CheckUtf8Strings(message));
   AIRLOCK_RETURN_IF_ERROR(channel_.Send(message));
   for (;;) {
     v1::BrokerMessage reply;

@@ -1,14 +1,14 @@
-#include "broker/wire_text.h"
+#include "platform/ipc/message_text.h"
 
 #include <string>
 
 #include "airlock/v1/wire.pb.h"
 #include "gtest/gtest.h"
 
-namespace airlock::broker {
+namespace airlock::ipc {
 namespace {
 
-TEST(WireTextTest, TextThatIsNotUtf8IsEscapedSoTheMessageParses) {
+TEST(MessageTextTest, TextThatIsNotUtf8IsEscapedSoTheMessageParses) {
   v1::BrokerMessage message;
   v1::ListResult* list = message.mutable_response()->mutable_list();
   list->set_canonical_path("/ws/d\xff");
@@ -30,7 +30,7 @@ TEST(WireTextTest, TextThatIsNotUtf8IsEscapedSoTheMessageParses) {
   EXPECT_EQ(error.response().error().message(), "refused /ws/\\xc0\\xaf");
 }
 
-TEST(WireTextTest, BytesFieldsAndValidTextAreLeftAlone) {
+TEST(MessageTextTest, BytesFieldsAndValidTextAreLeftAlone) {
   v1::BrokerMessage message;
   v1::ReadResult* read = message.mutable_response()->mutable_read();
   read->set_canonical_path("/ws/caf\xc3\xa9");
@@ -40,5 +40,18 @@ TEST(WireTextTest, BytesFieldsAndValidTextAreLeftAlone) {
   EXPECT_EQ(message.response().read().content(), std::string("\xff\x00\xfe", 3));
 }
 
+TEST(MessageTextTest, AClientNamesTheFieldThatIsNotText) {
+  v1::ClientMessage message;
+  message.mutable_request()->mutable_read()->set_path("ok\xff.txt");
+  const absl::Status status = CheckUtf8Strings(message);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("request.read.path is not UTF-8 text (\"ok\\xff.txt\")"),
+            absl::string_view::npos)
+      << status;
+  message.mutable_request()->mutable_read()->set_path("caf\xc3\xa9.txt");
+  message.mutable_request()->mutable_write()->set_content("\xff");  // bytes: anything goes
+  EXPECT_TRUE(CheckUtf8Strings(message).ok());
+}
+
 }  // namespace
-}  // namespace airlock::broker
+}  // namespace airlock::ipc
