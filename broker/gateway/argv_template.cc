@@ -175,7 +175,23 @@ absl::StatusOr<std::vector<std::string>> FillArgv(const v1::CommandTool& tool,
     argv.push_back(std::move(element));
     return absl::OkStatus();
   };
+  // Until the template's own literal "--", an element that starts with '-' taken from a string
+  // value is refused: the program would read it as an option (`--output=PATH`, `-oPATH`), which
+  // no path check sees as the path it names. (A negative number names no path.)
+  bool options_ended = false;
+  auto not_an_option = [&](absl::string_view name, const Value& value,
+                           absl::string_view text) -> absl::Status {
+    if (options_ended || value.kind_case() != Value::kStringValue || text.size() < 2 ||
+        text[0] != '-') {
+      return absl::OkStatus();
+    }
+    return WithRule(Invalid(tool, name,
+                            "the value starts with '-', and the program would read it as an "
+                            "option (the tool's argv has no literal \"--\" before it)"),
+                    "gateway:option-value");
+  };
   for (int i = 0; i < tool.argv_size(); ++i) {
+    if (tool.argv(i) == "--") options_ended = true;
     auto pieces = ParseTemplateElement(tool.argv(i));
     if (!pieces.ok()) {
       return absl::InternalError(absl::StrCat("tool ", tool.name(), ": argv[", i,
@@ -207,12 +223,14 @@ absl::StatusOr<std::vector<std::string>> FillArgv(const v1::CommandTool& tool,
             return Invalid(tool, name,
                            absl::StrCat("element ", k, ": only arrays of scalars expand"));
           }
+          if (absl::Status s = not_an_option(name, items[k], *text); !s.ok()) return s;
           if (absl::Status s = add(*std::move(text)); !s.ok()) return s;
         }
         continue;
       }
       auto text = ScalarText(*value);
       if (!text.ok()) return Invalid(tool, name, text.status().message());
+      if (absl::Status s = not_an_option(name, *value, *text); !s.ok()) return s;
       if (absl::Status s = add(*std::move(text)); !s.ok()) return s;
       continue;
     }
@@ -233,6 +251,13 @@ absl::StatusOr<std::vector<std::string>> FillArgv(const v1::CommandTool& tool,
                        absl::StrCat("argv[", i, "] substitutes it inline: only scalars fit"));
       }
       element.append(*text);
+    }
+    // An element that begins with a value is an option if the value makes it one.
+    if (!pieces->empty() && (*pieces)[0].placeholder) {
+      const std::string& first = (*pieces)[0].text;
+      if (absl::Status s = not_an_option(first, *Present(arguments, first), element); !s.ok()) {
+        return s;
+      }
     }
     if (absl::Status s = add(std::move(element)); !s.ok()) return s;
   }

@@ -90,6 +90,29 @@ TEST(FillArgvTest, WholeElementPlaceholdersBecomeOneElementEach) {
               ElementsAre("t", "-3", "1e+21"));
 }
 
+// A string value the program would read as an option — and so as no path any check saw — is
+// refused unless the template ends the options first with a literal "--" (found by review:
+// `git log {rev}` with rev "--output=PATH" wrote anywhere).
+TEST(FillArgvTest, AValueThatWouldBeAnOptionIsRefusedUnlessOptionsEnded) {
+  for (const char* value : {"--output=/etc/x", "-o/etc/x", "--"}) {
+    const std::string args = absl::StrCat(R"({"path": ")", value, R"("})");
+    EXPECT_THAT(Refusal({"git", "log", "{path}"}, args),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("the program would read it as an option")))
+        << value;
+    EXPECT_THAT(Refusal({"cp", "{path}.bak", "x"}, args),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("argument path")))
+        << value;
+    EXPECT_THAT(Fill({"git", "log", "--", "{path}"}, args), ElementsAre("git", "log", "--", value));
+  }
+  EXPECT_THAT(Refusal({"sort", "{files}", "--", "{path}"},
+                      R"({"path": "p", "files": ["a", "--output=/etc/x"]})"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("argument files")));
+  // The template's own option, a lone "-", and negative numbers stay as they are.
+  EXPECT_THAT(Fill({"t", "--out={path}", "{path}", "{count}"}, R"({"path": "-", "count": -3})"),
+              ElementsAre("t", "--out=-", "-", "-3"));
+}
+
 TEST(FillArgvTest, ArraysExpandToOneElementPerItem) {
   EXPECT_THAT(Fill({"fmt", "-i", "--", "{files}"},
                    R"({"path": "p", "files": ["a.c", "b c.c", "-x"]})"),
