@@ -132,6 +132,10 @@ v1::ControlResponse HandleControl(Broker& broker, const v1::ControlRequest& requ
                                 .status();
                           },
                           [&broker](const v1::Context& next) {
+                            // No MCP server keeps the old preset's authority.
+                            if (broker.tools != nullptr) {
+                              broker.tools->StopServersBefore(next.policy_epoch());
+                            }
                             v1::Event event;
                             *event.mutable_permission_changed()->mutable_context() = next;
                             broker.server->Broadcast(event);

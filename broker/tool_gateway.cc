@@ -1,5 +1,6 @@
 #include "broker/tool_gateway.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "absl/strings/ascii.h"
@@ -113,6 +114,21 @@ absl::Status ToolGateway::DisableServer(const std::string& server) {
   std::unique_lock<std::mutex> lock(it->second->mutex, std::try_to_lock);
   if (lock.owns_lock()) it->second->connection.reset();
   return absl::OkStatus();
+}
+
+void ToolGateway::StopServersBefore(uint64_t epoch) {
+  {
+    std::lock_guard<std::mutex> lock(state_mutex_);
+    newest_epoch_ = std::max(newest_epoch_, epoch);
+  }
+  for (auto& [name, server] : servers_) {
+    // Stopped now unless a call holds it; that call's end stops it (RunMcp checks again).
+    std::unique_lock<std::mutex> lock(server->mutex, std::try_to_lock);
+    if (lock.owns_lock() && server->connection != nullptr && server->epoch < epoch) {
+      server->connection.reset();
+      server->tools.clear();
+    }
+  }
 }
 
 absl::StatusOr<McpServerConnection*> ToolGateway::Connected(Server& server,
@@ -307,7 +323,15 @@ absl::StatusOr<v1::CallToolResult> ToolGateway::RunMcp(const PreparedToolCall& c
   AIRLOCK_ASSIGN_OR_RETURN(McpServerConnection * connection, Connected(server, policy));
   absl::StatusOr<McpCallResult> called =
       connection->CallTool(call.server_tool, call.arguments, cancel);
-  if (IsDisabled(call.server)) server.connection.reset();
+  bool outdated;
+  {
+    std::lock_guard<std::mutex> state(state_mutex_);
+    outdated = server.epoch < newest_epoch_;
+  }
+  if (IsDisabled(call.server) || outdated) {
+    server.connection.reset();
+    server.tools.clear();
+  }
   if (!called.ok()) {
     if (cancel != nullptr && cancel->cancelled()) {
       return WithRule(WireError(v1::CANCELLED, absl::StrCat("call_tool ", call.name,

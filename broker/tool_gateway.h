@@ -87,6 +87,11 @@ class ToolGateway {
   [[nodiscard]] absl::Status DisableServer(const std::string& server);
   bool IsDisabled(const std::string& server) const;
 
+  // The policy changed to `epoch`: every server started under an earlier one is stopped now
+  // (one in a call, when that call ends) — it must not keep the old preset's authority (a
+  // host process under danger-full-access, say) until its next use.
+  void StopServersBefore(uint64_t epoch);
+
  private:
   struct Server {
     const v1::McpServer* config = nullptr;
@@ -113,6 +118,7 @@ class ToolGateway {
   mutable std::mutex state_mutex_;  // grants and disabled servers
   std::map<std::string, uint64_t> grants_;
   std::map<std::string, bool> disabled_;
+  uint64_t newest_epoch_ = 0;  // guarded by state_mutex_; the latest StopServersBefore
 };
 
 }  // namespace airlock::broker

@@ -177,6 +177,42 @@ TEST_P(GatewayTest, ADisabledServerRefusesEveryLaterCall) {
   EXPECT_THAT(result.out, HasSubstr("broker=0"));
 }
 
+// A preset change stops the MCP servers started under the old one at once (found by review: a
+// server started under danger-full-access kept its host authority until its next use).
+TEST_P(GatewayTest, APresetChangeStopsTheServersStartedBeforeIt) {
+  const std::string socket = home_.Child("ctl/broker.sock");
+  const std::string out = tools_.Child("run.out");
+  const std::string binary = AirlockBinary(GetParam());
+  const std::string worker = absl::StrCat(
+      "airlock tool call fs.echo --args \"{\\\"text\\\":\\\"before\\\"}\"; echo first-call-done; ",
+      "i=0; while [ ! -e ", workspace_.Child("stop"), " ] && [ $i -lt 600 ]; do sleep 0.1; ",
+      "i=$((i+1)); done");
+  std::string run;
+  for (const std::string& arg :
+       RunArgv({"--preset", "workspace-write", "--approver", "command:" + tools_.Child("session.sh"),
+                "--control-socket", socket})) {
+    absl::StrAppend(&run, " ", arg);
+  }
+  // The server's processes, found by the argument only this test's server has (the bracket
+  // keeps the pattern from matching the shell and grep that carry it).
+  const std::string server_runs = absl::StrCat(
+      "grep -qas -- '--escape-targe[t]=", escape_target(), "' /proc/[0-9]*/cmdline");
+  const std::string script = absl::StrCat(
+      binary, run, " -- /bin/sh -c '", worker, "' > ", out, " 2>&1 & broker=$!; ",
+      "i=0; while ! grep -q first-call-done ", out, " 2>/dev/null && [ $i -lt 600 ]; do ",
+      "sleep 0.1; i=$((i+1)); done; ", server_runs, " && echo running-before; ", binary,
+      " ctl --socket ", socket, " preset read-only; echo \"ctl=$?\"; ",
+      "i=0; while ", server_runs, " && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; ",
+      server_runs, " || echo stopped-after; touch ", workspace_.Child("stop"),
+      "; wait $broker; echo \"broker=$?\"; cat ", out);
+  CommandResult result = RunCommand({"/bin/sh", "-c", script}, Options());
+  EXPECT_THAT(result.out, HasSubstr("before")) << result;
+  EXPECT_THAT(result.out, HasSubstr("running-before"));
+  EXPECT_THAT(result.out, HasSubstr("ctl=0"));
+  EXPECT_THAT(result.out, HasSubstr("stopped-after"));
+  EXPECT_THAT(result.out, HasSubstr("broker=0"));
+}
+
 TEST_P(GatewayTest, ADestructiveCommandToolAsksInDefaultMode) {
   CommandResult result = Run(
       {"--preset", "workspace-write", "--mode", "default", "--approver",
