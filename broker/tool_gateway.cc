@@ -164,6 +164,13 @@ absl::StatusOr<McpServerConnection*> ToolGateway::Connected(Server& server,
   return server.connection.get();
 }
 
+namespace {
+
+// The most a tools listing holds, well within one frame.
+constexpr size_t kMaxListingBytes = 12 * 1024 * 1024;
+
+}  // namespace
+
 v1::ListToolsResult ToolGateway::ListTools(const Policy& policy) {
   v1::ListToolsResult result;
   for (const auto& [name, tool] : commands_) {
@@ -186,6 +193,17 @@ v1::ListToolsResult ToolGateway::ListTools(const Policy& policy) {
     absl::StatusOr<McpServerConnection*> connection = Connected(*server, policy);
     if (!connection.ok()) {
       result.add_unavailable(absl::StrCat(name, ": ", connection.status().message()));
+      continue;
+    }
+    // Each server's listing is bounded (McpLimits); all of them together must still fit one
+    // answer: a server that would not is listed as unavailable.
+    size_t listing_bytes = 0;
+    for (const McpTool& tool : server->tools) {
+      listing_bytes += tool.name.size() + tool.description.size() + tool.input_schema_json.size();
+    }
+    if (result.ByteSizeLong() + listing_bytes > kMaxListingBytes) {
+      result.add_unavailable(absl::StrCat(name, ": its tools would make this listing larger than ",
+                                          kMaxListingBytes, " bytes"));
       continue;
     }
     for (const McpTool& tool : server->tools) {

@@ -213,6 +213,27 @@ TEST_P(GatewayTest, APresetChangeStopsTheServersStartedBeforeIt) {
   EXPECT_THAT(result.out, HasSubstr("broker=0"));
 }
 
+// Each server's listing is bounded (2 MiB); all of them together must fit one answer: the
+// servers past 12 MiB are listed as unavailable, and the others are listed.
+TEST_P(GatewayTest, ServersWhoseToolsWouldOverfillTheListingAreUnavailable) {
+  std::string servers;
+  for (int i = 0; i < 7; ++i) {
+    absl::StrAppend(&servers, i ? ", " : "", R"({"name": "s)", i, R"(", "command": ")",
+                    outside_.Child("mcp-server"),
+                    R"(", "args": ["--many-tools=20", "--description-bytes=100000"]})");
+  }
+  tools_.Write("big-tools.json", absl::StrCat(R"({"mcpServers": [)", servers, "]}"));
+  CommandResult result = RunAirlock(
+      {"run", "--workspace", workspace_.path(), "--tools", tools_.Child("big-tools.json"),
+       "--preset", "workspace-write", "--", "/bin/sh", "-c",
+       "airlock tool list | tr ',' '\\n' | grep -E '\"name\":\"s[0-9].t19\"|larger than' "
+       "| cut -c1-120"},
+      Options());
+  ASSERT_EQ(result.exit_code, 0) << result;
+  EXPECT_EQ(Count(result.out, ".t19\""), 6) << result.out;
+  EXPECT_THAT(result.out, HasSubstr("s6: its tools would make this listing larger than 12582912"));
+}
+
 TEST_P(GatewayTest, ADestructiveCommandToolAsksInDefaultMode) {
   CommandResult result = Run(
       {"--preset", "workspace-write", "--mode", "default", "--approver",

@@ -118,6 +118,7 @@ absl::StatusOr<std::vector<McpTool>> McpClient::ListTools(absl::Duration timeout
   std::set<std::string> names;
   std::set<std::string> cursors;
   std::string cursor;
+  size_t listing_bytes = 0;
   for (size_t page = 0;; ++page) {
     if (page == limits_.max_pages) {
       return Violation("tools/list", absl::StrCat("more than ", limits_.max_pages, " pages"));
@@ -168,6 +169,15 @@ absl::StatusOr<std::vector<McpTool>> McpClient::ListTools(absl::Duration timeout
                .ok()) {
         return Violation("tools/list", absl::StrCat("tool '", out.name,
                                                     "' has an inputSchema that cannot be kept"));
+      }
+      listing_bytes += out.name.size() + out.description.size() + out.input_schema_json.size();
+      if (listing_bytes > limits_.max_listing_bytes) {
+        return Broken(WithRule(
+            WireError(v1::TOO_LARGE,
+                      absl::StrCat("MCP server '", server_name_, "' lists more than ",
+                                   limits_.max_listing_bytes,
+                                   " bytes of tool names, descriptions and schemas")),
+            "mcp-protocol"));
       }
       tools.push_back(std::move(out));
     }

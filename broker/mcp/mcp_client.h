@@ -30,6 +30,9 @@ struct McpLimits {
   // Notifications and server requests tolerated while waiting for one answer.
   size_t max_skipped_messages = 1000;
   size_t max_tool_name_bytes = 128;
+  // Names, descriptions and input schemas of all tools together: what the broker keeps and
+  // lists for this server (each line alone may be 4 MiB, and there may be 100 pages).
+  size_t max_listing_bytes = 2 * 1024 * 1024;
   // Objects and arrays inside one message (protobuf's JSON parser slows down with the square
   // of the depth).
   size_t max_nesting = 40;

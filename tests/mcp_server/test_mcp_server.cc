@@ -17,6 +17,7 @@
 //                        own (roots/list); the error code of the client's answer is appended
 //                        to the tool's text
 //   --many-tools=N       N more tools, t0 … t(N-1)
+//   --description-bytes=N  those N tools' descriptions are N bytes each
 //   --page-size=N        tools/list pages of N tools (nextCursor)
 //   --stderr-flood=N     N bytes on stderr before anything else
 //   --tag=X              ignored (lets a test find the process)
@@ -54,6 +55,7 @@ struct Flags {
   bool bad_version = false;
   bool server_requests = false;
   int many_tools = 0;
+  long description_bytes = 0;
   int page_size = 0;
   long stderr_flood = 0;
   std::string escape_target;
@@ -132,7 +134,11 @@ std::vector<Struct> AllTools() {
       Tool("sleep", "Sleeps", {{"seconds", "number"}}),
   };
   for (int i = 0; i < flags.many_tools; ++i) {
-    tools.push_back(Tool("t" + std::to_string(i), "filler", {}));
+    tools.push_back(Tool("t" + std::to_string(i),
+                         flags.description_bytes > 0
+                             ? std::string(static_cast<size_t>(flags.description_bytes), 'd')
+                             : std::string("filler"),
+                         {}));
   }
   if (!flags.escape_target.empty()) {
     tools.push_back(Tool("escape", "Writes to the path given on the command line", {}));
@@ -288,6 +294,7 @@ bool ParseFlag(const std::string& arg) {
     return !flags.escape_target.empty();
   }
   return number("--many-tools=", &flags.many_tools) || number("--page-size=", &flags.page_size) ||
+         number("--description-bytes=", &flags.description_bytes) ||
          number("--stderr-flood=", &flags.stderr_flood);
 }
 

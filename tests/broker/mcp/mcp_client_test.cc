@@ -129,6 +129,25 @@ TEST_F(McpClientTest, TooManyToolsBreakTheConnection) {
   EXPECT_TRUE(client->broken());
 }
 
+// Found by review: 100 pages of tools with 400 KiB descriptions each took 900 MB of the
+// broker. All of a server's names, descriptions and schemas together are bounded.
+TEST_F(McpClientTest, AListingLargerThanItsBoundBreaksTheConnection) {
+  StartServer({"--many-tools=200", "--page-size=20"});
+  McpLimits limits;
+  limits.max_listing_bytes = 8 * 1024;
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(std::unique_ptr<McpClient> client, Connect(limits));
+  auto tools = client->ListTools(absl::Seconds(10));
+  EXPECT_EQ(WireCodeOf(tools.status()), v1::TOO_LARGE);
+  EXPECT_THAT(std::string(tools.status().message()),
+              HasSubstr("lists more than 8192 bytes of tool names, descriptions and schemas"));
+  EXPECT_TRUE(client->broken());
+  // The default bound takes the same listing.
+  StartServer({"--many-tools=200", "--page-size=20"});
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(client, Connect());
+  AIRLOCK_ASSERT_OK_AND_ASSIGN(std::vector<McpTool> all, client->ListTools(absl::Seconds(10)));
+  EXPECT_EQ(all.size(), 204u);
+}
+
 TEST_F(McpClientTest, TimeoutBreaksTheConnection) {
   std::unique_ptr<McpClient> client = ConnectOrDie();
   ASSERT_NE(client, nullptr);
