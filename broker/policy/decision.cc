@@ -157,12 +157,15 @@ Authority BashAuthority(const Policy& policy, const ToolCall& call) {
 }
 
 // Declared tools: a path-like argument is fenced like a file-tool target before anything is
-// asked (whatever the tool's flag says it does with it); `destructive` makes it a write.
+// asked (whatever the tool's flag says it does with it); `destructive` makes it a write, and a
+// tool that is not destructive reads it — confined as a file-tool read is (--read-scope).
 Authority DeclaredAuthority(const Policy& policy, const ToolCall& call) {
   const std::string preset = Preset(policy);
   if (call.has_path_target) {
     Authority fenced = WriteAuthority(policy, call);
     if (fenced.refused || call.destructive) return fenced;
+    Authority read = ReadAuthority(policy, call);
+    if (read.refused) return read;
   }
   Authority a;
   if (!call.destructive) {

@@ -210,6 +210,19 @@ TEST(DecideTest, DeclaredToolPathArgumentsAreFencedBeforeAnythingIsAsked) {
              ToolCall::Declared("deploy", true, false, TargetClass::kInsideRoots));
   EXPECT_EQ(read_only.verdict, Verdict::kRefuse);
   EXPECT_EQ(read_only.code, v1::DENIED);
+  // A tool that is not destructive reads its paths: --read-scope workspace confines them as it
+  // confines the file tools, even where an outside write would only be asked about.
+  const Policy scoped = MakePolicy(v1::PRESET_WORKSPACE_WRITE, v1::MODE_DEFAULT,
+                                   OutsideWorkspace::kAsk, ReadScope::kWorkspace);
+  const Decision scoped_read =
+      Decide(scoped, ToolCall::Declared("sortf", false, true, TargetClass::kOutsideRoots));
+  EXPECT_EQ(scoped_read.verdict, Verdict::kRefuse);
+  EXPECT_EQ(scoped_read.rule, "read-scope:workspace");
+  EXPECT_EQ(Decide(MakePolicy(v1::PRESET_WORKSPACE_WRITE, v1::MODE_DEFAULT,
+                              OutsideWorkspace::kAsk, ReadScope::kAny),
+                   ToolCall::Declared("sortf", false, true, TargetClass::kOutsideRoots))
+                .verdict,
+            Verdict::kRun);
 }
 
 TEST(DecideTest, McpCallsAskUnderRestrictedPresetsUnlessTheToolHoldsAGrant) {
