@@ -378,6 +378,22 @@ absl::StatusOr<v1::CallToolResult> Dispatcher::CallTool(const v1::CallToolReques
   }
   AIRLOCK_ASSIGN_OR_RETURN(PolicyState::Execution execution,
                            services_.policy->BeginExecution(policy.epoch()));
+  // What was decided (and perhaps approved) is what runs: every path argument still resolves
+  // where and as it did (a link swapped meanwhile would redirect the tool).
+  AIRLOCK_ASSIGN_OR_RETURN(std::vector<PathArgument> now,
+                           ClassifyPathArguments(*services_.files, prepared.arguments));
+  for (size_t i = 0; i < now.size() && i < prepared.paths.size(); ++i) {
+    const ClassifiedTarget& was = prepared.paths[i].target;
+    if (now[i].target.canonical_path != was.canonical_path ||
+        now[i].target.target_class != was.target_class) {
+      return WithRule(WireError(v1::APPROVAL_STALE,
+                                absl::StrCat("call_tool ", prepared.name, " refused: argument ",
+                                             now[i].pointer, " now resolves to ",
+                                             now[i].target.canonical_path, " (decided for ",
+                                             was.canonical_path, "); nothing ran")),
+                      "approval:stale-target");
+    }
+  }
   audit::AuditRecord intent = call.Record(audit::AuditEvent::kDecision);
   intent.target = prepared.policy_call.target;
   intent.command_sha256 = prepared.arguments_sha256;

@@ -6,6 +6,7 @@
 // destructive command tool asks in default mode, runs unasked when listed in --edit-tools
 // under accept-edits, and is refused with no approver otherwise.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <string>
 
@@ -247,6 +248,29 @@ TEST_P(GatewayTest, ADestructiveCommandToolAsksInDefaultMode) {
   EXPECT_THAT(result.out, HasSubstr("size=0"));
   EXPECT_THAT(result.out, HasSubstr("7 stamp.txt"));
   EXPECT_EQ(Count(Asked(), "\"tool\":\"size\""), 0) << Asked();  // not destructive
+}
+
+// What was approved is what runs: a link on a path argument's way re-pointed while the
+// approver decides makes the approval stale, and nothing runs (found by review).
+TEST_P(GatewayTest, APathArgumentRedirectedWhileAskingMakesTheApprovalStale) {
+  workspace_.MakeDir("a");
+  workspace_.MakeDir("b");
+  ASSERT_EQ(::symlink("a", workspace_.Child("link").c_str()), 0);
+  if (GetParam() == RunAs::kUnprivileged) {
+    ASSERT_EQ(::lchown(workspace_.Child("link").c_str(), kUnprivilegedUid, kUnprivilegedGid), 0);
+  }
+  tools_.Write("swap.sh", absl::StrCat("#!/bin/sh\ncat > /dev/null\nln -sfn b ",
+                                       workspace_.Child("link"), "\necho allow\n"));
+  ::chmod(tools_.Child("swap.sh").c_str(), 0755);
+  CommandResult result = Run(
+      {"--preset", "workspace-write", "--mode", "default", "--approver",
+       "command:" + tools_.Child("swap.sh")},
+      "airlock tool call stamp --args '{\"path\":\"link/out.txt\",\"text\":\"x\"}'; "
+      "echo \"status=$?\"");
+  EXPECT_THAT(result.out, HasSubstr("APPROVAL_STALE")) << result;
+  EXPECT_THAT(result.out, HasSubstr("status=3"));
+  EXPECT_EQ(testing::ReadFileOrMissing(workspace_.Child("a/out.txt")), "<missing>");
+  EXPECT_EQ(testing::ReadFileOrMissing(workspace_.Child("b/out.txt")), "<missing>");
 }
 
 TEST_P(GatewayTest, AcceptEditsRunsADestructiveToolOnlyWhenListedInEditTools) {
