@@ -156,8 +156,10 @@ struct Walk {
     switch (value.kind_case()) {
       case Value::kStringValue: {
         const std::string& text = value.string_value();
+        // A value starting with '.' is a name in the working directory — `.envrc`, `.git`,
+        // `..` — and the protected names are such names.
         if (IsPathLikeName(name) || text.find('/') != std::string::npos ||
-            text.find('\\') != std::string::npos) {
+            text.find('\\') != std::string::npos || absl::StartsWith(text, ".")) {
           return Add(pointer, text);
         }
         return absl::OkStatus();

@@ -10,7 +10,8 @@
 //    location, … (kPathLikeNames in path_arguments.cc), or its last word (split at separators
 //    and camelCase) is path, file, filename, dir, directory, folder or a plural of them
 //    (config_file, outputDir, XMLFile); or
-//  - its value contains '/' or '\'.
+//  - its value contains '/' or '\', or starts with '.' (`.envrc`, `.git`, `..`: the protected
+//    names are such names, and a program takes them relative to its working directory).
 // Names come from object keys; an array's elements carry the name of the field holding it. An
 // object key containing '/' or '\' is a path argument too ({"edits": {"src/a.c": "…"}}); its
 // pointer names its member.

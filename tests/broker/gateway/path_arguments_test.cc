@@ -72,6 +72,10 @@ TEST(FindPathArgumentsTest, ByNameAndByValue) {
               ElementsAre(Pair("/query", "dir/a.txt")));
   EXPECT_THAT(Find(R"({"pattern": "a\\d+"})"), ElementsAre(Pair("/pattern", "a\\d+")));
   EXPECT_THAT(Find(R"({"note": "/etc/passwd"})"), ElementsAre(Pair("/note", "/etc/passwd")));
+  // A value starting with '.' names an entry of the working directory (found by review:
+  // {"name": ".envrc"} passed unchecked).
+  EXPECT_THAT(Find(R"({"name": ".envrc", "up": "..", "text": "no dot first."})"),
+              ElementsAre(Pair("/name", ".envrc"), Pair("/up", "..")));
 }
 
 TEST(FindPathArgumentsTest, NonPathStringsAndOtherTypesAreLeftAlone) {
@@ -219,6 +223,7 @@ TEST_F(ClassifyPathArgumentsTest, EachCaseLandsWhereTheFileToolsWouldPutIt) {
        "protected:.vscode"},
       {R"({"path": "sub/.git/config"})", "$W/sub/.git/config", TargetClass::kProtected,
        "protected:.git/config"},
+      {R"({"name": ".envrc"})", "$W/.envrc", TargetClass::kProtected, "protected:.envrc"},
       {R"({"path": "home_link/audit.key"})", "$H/audit.key", TargetClass::kBrokerSecret,
        "broker-secret"},
       {R"({"x": "$H/audit.key"})", "$H/audit.key", TargetClass::kBrokerSecret,
@@ -280,10 +285,10 @@ TEST_F(ClassifyPathArgumentsTest, MostRestrictiveOrdersTheClasses) {
   EXPECT_EQ(worst_of(R"({"a": "x/y", "b": "a.txt"})").target_class, TargetClass::kInsideRoots);
   EXPECT_EQ(worst_of(R"({"a": "../out/o.txt", "b": "x/y"})").target_class,
             TargetClass::kOutsideRoots);
-  EXPECT_EQ(worst_of(R"({"a": "../out/o.txt", "b": ".envrc"})").target_class,
+  EXPECT_EQ(worst_of(R"({"a": "../out/o.txt", "b": "envrc"})").target_class,
             TargetClass::kOutsideRoots)
-      << "\"b\" is not path-like by name and has no slash";
-  EXPECT_EQ(worst_of(R"({"a": "../out/o.txt", "file": ".envrc"})").target_class,
+      << "\"b\" is not path-like by name, has no slash and no leading dot";
+  EXPECT_EQ(worst_of(R"({"a": "../out/o.txt", "b": ".envrc"})").target_class,
             TargetClass::kProtected);
   const WorstPathTarget secret =
       worst_of(absl::StrCat(R"({"a": ".git/hooks/x", "b": ")", home_, R"(/k", "c": "/tmp"})"));
