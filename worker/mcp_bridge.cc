@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
 #include "platform/base/json_nesting.h"
+#include "platform/base/utf8.h"
 #include "worker/mcp_tools.h"
 #include "worker/tool_output.h"
 
@@ -65,7 +66,8 @@ std::string Error(const Value& id, int code, const std::string& message) {
   (*answer.mutable_fields())["id"] = id;
   Struct& error = *(*answer.mutable_fields())["error"].mutable_struct_value();
   (*error.mutable_fields())["code"].set_number_value(code);
-  (*error.mutable_fields())["message"] = Text(message);
+  // Text the client sent may be quoted in it (a method's name, the parser's complaint).
+  (*error.mutable_fields())["message"] = Text(EscapeInvalidUtf8(message));
   return ToJson(answer);
 }
 
@@ -119,7 +121,7 @@ McpIncoming ToolCall(const Value& id, const Struct* params) {
 // A request id the answer can repeat exactly: a string, or a number a double holds exactly.
 bool UsableId(const Value* id) {
   if (id == nullptr) return false;
-  if (id->kind_case() == Value::kStringValue) return true;
+  if (id->kind_case() == Value::kStringValue) return IsValidUtf8(id->string_value());
   return id->kind_case() == Value::kNumberValue &&
          std::fabs(id->number_value()) <= static_cast<double>(uint64_t{1} << 53);
 }

@@ -172,6 +172,19 @@ TEST(McpBridgeTest, TextThatIsNotUnicodeIsRefusedWithTheRequestsId) {
     EXPECT_EQ(At(error, "code").number_value(), -32602);
     EXPECT_THAT(At(error, "message").string_value(), HasSubstr("not Unicode"));
   }
+  // Wherever such text is, the answer is text (found by the fuzzer: the parser's complaint
+  // quoted the bytes, and the answer came out as "{}").
+  for (const std::string& line :
+       {std::string(R"({"jsonrpc":"2.0","id":1,"method":"x)") + "\xff" + R"("})",
+        std::string(R"({"jsonrpc":"2.0","id":")") + "\xff" + R"(","method":"ping"})",
+        std::string("{\"a\xff\":"),
+        // The fuzzer's: the parser's complaint quotes the bytes where it stopped.
+        std::string("{\"jsonrpc\":\"2.0\",\"id\"\x00\x00" "a\x10\x00\xc1\x8d\x04od\":1}", 35)}) {
+    const McpIncoming incoming = ReadMcpLine(line);
+    ASSERT_TRUE(incoming.answer.has_value()) << line;
+    const Struct answer = Parsed(*incoming.answer);
+    EXPECT_TRUE(answer.fields().count("error")) << *incoming.answer;
+  }
   // A line that is no JSON at all: no id to answer with; the parser's reason is given.
   const auto [code, message] = ErrorOf(ReadMcpLine(R"({"jsonrpc":"2.0","id":1,)"));
   EXPECT_EQ(code, -32700);
