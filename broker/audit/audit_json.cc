@@ -11,36 +11,6 @@ namespace {
 
 constexpr size_t kMaxFields = 64;
 
-// Decodes one UTF-8 sequence at text[at]. Returns its length and sets *code_point, or 0 when
-// the bytes there are not valid UTF-8 (overlong forms, surrogates and > U+10FFFF included).
-size_t DecodeUtf8(absl::string_view text, size_t at, uint32_t* code_point) {
-  const auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
-  const unsigned char lead = byte(at);
-  size_t length;
-  uint32_t value;
-  uint32_t minimum;
-  if (lead < 0x80) {
-    *code_point = lead;
-    return 1;
-  } else if ((lead & 0xe0) == 0xc0) {
-    length = 2, value = lead & 0x1f, minimum = 0x80;
-  } else if ((lead & 0xf0) == 0xe0) {
-    length = 3, value = lead & 0x0f, minimum = 0x800;
-  } else if ((lead & 0xf8) == 0xf0) {
-    length = 4, value = lead & 0x07, minimum = 0x10000;
-  } else {
-    return 0;
-  }
-  if (at + length > text.size()) return 0;
-  for (size_t i = 1; i < length; ++i) {
-    if ((byte(at + i) & 0xc0) != 0x80) return 0;
-    value = (value << 6) | (byte(at + i) & 0x3f);
-  }
-  if (value < minimum || value > 0x10ffff || (value >= 0xd800 && value <= 0xdfff)) return 0;
-  *code_point = value;
-  return length;
-}
-
 // Code points that must never reach a terminal raw: they move the cursor, end lines in some
 // viewers, or reorder the text around them.
 bool IsUnsafeCodePoint(uint32_t c) {

@@ -1,42 +1,6 @@
 #include "platform/base/utf8.h"
 
 namespace airlock {
-namespace {
-
-// The length of the strict UTF-8 sequence starting at bytes[i], or 0 when none does.
-size_t SequenceAt(absl::string_view bytes, size_t i) {
-  auto at = [&bytes](size_t k) { return static_cast<unsigned char>(bytes[k]); };
-  const unsigned char c = at(i);
-  size_t length;
-  uint32_t code_point;
-  if (c < 0x80) {
-    return 1;
-  } else if ((c & 0xe0) == 0xc0) {
-    length = 2;
-    code_point = c & 0x1f;
-  } else if ((c & 0xf0) == 0xe0) {
-    length = 3;
-    code_point = c & 0x0f;
-  } else if ((c & 0xf8) == 0xf0) {
-    length = 4;
-    code_point = c & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + length > bytes.size()) return 0;
-  for (size_t k = 1; k < length; ++k) {
-    if ((at(i + k) & 0xc0) != 0x80) return 0;
-    code_point = (code_point << 6) | (at(i + k) & 0x3f);
-  }
-  static constexpr uint32_t kMinimum[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (code_point < kMinimum[length] || code_point > 0x10ffff ||
-      (code_point >= 0xd800 && code_point <= 0xdfff)) {
-    return 0;
-  }
-  return length;
-}
-
-}  // namespace
 
 void AppendUtf8(std::string* out, uint32_t code_point) {
   if (code_point < 0x80) {
@@ -56,9 +20,38 @@ void AppendUtf8(std::string* out, uint32_t code_point) {
   }
 }
 
+size_t DecodeUtf8(absl::string_view text, size_t at, uint32_t* code_point) {
+  const auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
+  const unsigned char lead = byte(at);
+  size_t length;
+  uint32_t value;
+  uint32_t minimum;
+  if (lead < 0x80) {
+    *code_point = lead;
+    return 1;
+  } else if ((lead & 0xe0) == 0xc0) {
+    length = 2, value = lead & 0x1f, minimum = 0x80;
+  } else if ((lead & 0xf0) == 0xe0) {
+    length = 3, value = lead & 0x0f, minimum = 0x800;
+  } else if ((lead & 0xf8) == 0xf0) {
+    length = 4, value = lead & 0x07, minimum = 0x10000;
+  } else {
+    return 0;
+  }
+  if (at + length > text.size()) return 0;
+  for (size_t i = 1; i < length; ++i) {
+    if ((byte(at + i) & 0xc0) != 0x80) return 0;
+    value = (value << 6) | (byte(at + i) & 0x3f);
+  }
+  if (value < minimum || value > 0x10ffff || (value >= 0xd800 && value <= 0xdfff)) return 0;
+  *code_point = value;
+  return length;
+}
+
 bool IsValidUtf8(absl::string_view bytes) {
   for (size_t i = 0; i < bytes.size();) {
-    const size_t length = SequenceAt(bytes, i);
+    uint32_t code_point;
+    const size_t length = DecodeUtf8(bytes, i, &code_point);
     if (length == 0) return false;
     i += length;
   }
@@ -70,7 +63,8 @@ std::string EscapeInvalidUtf8(absl::string_view bytes) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
   for (size_t i = 0; i < bytes.size();) {
-    const size_t length = SequenceAt(bytes, i);
+    uint32_t code_point;
+    const size_t length = DecodeUtf8(bytes, i, &code_point);
     if (length == 0) {
       const unsigned char byte = static_cast<unsigned char>(bytes[i]);
       out += "\\x";

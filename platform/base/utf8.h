@@ -4,6 +4,7 @@
 #ifndef PLATFORM_BASE_UTF8_H_
 #define PLATFORM_BASE_UTF8_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -13,6 +14,11 @@ namespace airlock {
 
 // Appends `code_point` (at most 0x10FFFF) as UTF-8.
 void AppendUtf8(std::string* out, uint32_t code_point);
+
+// Decodes one UTF-8 sequence at text[at] (at < text.size()). Returns its length and sets
+// *code_point, or 0 when the bytes there are not strict UTF-8 (overlong forms, surrogates and
+// code points above U+10FFFF included).
+size_t DecodeUtf8(absl::string_view text, size_t at, uint32_t* code_point);
 
 // Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF.
 bool IsValidUtf8(absl::string_view bytes);

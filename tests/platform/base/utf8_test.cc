@@ -18,6 +18,18 @@ TEST(Utf8Test, StrictUtf8IsValidAndNothingElse) {
   }
 }
 
+TEST(Utf8Test, DecodingGivesTheLengthAndTheCodePoint) {
+  uint32_t code_point = 0;
+  EXPECT_EQ(DecodeUtf8("a", 0, &code_point), 1u);
+  EXPECT_EQ(code_point, 0x61u);
+  EXPECT_EQ(DecodeUtf8("x\xe2\x82\xac", 1, &code_point), 3u);
+  EXPECT_EQ(code_point, 0x20acu);
+  EXPECT_EQ(DecodeUtf8("\xf0\x9f\x98\x80", 0, &code_point), 4u);
+  EXPECT_EQ(code_point, 0x1f600u);
+  EXPECT_EQ(DecodeUtf8("\xe2\x82", 0, &code_point), 0u);  // cut short
+  EXPECT_EQ(DecodeUtf8("\xed\xa0\x80", 0, &code_point), 0u);  // a surrogate
+}
+
 TEST(Utf8Test, OnlyTheInvalidBytesAreEscaped) {
   EXPECT_EQ(EscapeInvalidUtf8("caf\xc3\xa9.txt"), "caf\xc3\xa9.txt");
   EXPECT_EQ(EscapeInvalidUtf8("a\xff" "b"), "a\\xffb");
