@@ -382,7 +382,14 @@ absl::StatusOr<v1::CallToolResult> Dispatcher::CallTool(const v1::CallToolReques
   // where and as it did (a link swapped meanwhile would redirect the tool).
   AIRLOCK_ASSIGN_OR_RETURN(std::vector<PathArgument> now,
                            ClassifyPathArguments(*services_.files, prepared.arguments));
-  for (size_t i = 0; i < now.size() && i < prepared.paths.size(); ++i) {
+  if (now.size() != prepared.paths.size()) {
+    return WithRule(WireError(v1::APPROVAL_STALE,
+                              absl::StrCat("call_tool ", prepared.name,
+                                           " refused: its path arguments changed since the "
+                                           "decision; nothing ran")),
+                    "approval:stale-target");
+  }
+  for (size_t i = 0; i < now.size(); ++i) {
     const ClassifiedTarget& was = prepared.paths[i].target;
     if (now[i].target.canonical_path != was.canonical_path ||
         now[i].target.target_class != was.target_class) {

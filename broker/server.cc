@@ -11,9 +11,9 @@
 #include "absl/strings/str_cat.h"
 #include "broker/after_reply.h"
 #include "broker/wire_error.h"
-#include "platform/ipc/message_text.h"
 #include "platform/base/logging.h"
 #include "platform/ipc/connector.h"
+#include "platform/ipc/message_text.h"
 
 namespace airlock::broker {
 namespace {

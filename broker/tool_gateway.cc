@@ -131,6 +131,18 @@ void ToolGateway::StopServersBefore(uint64_t epoch) {
   }
 }
 
+void ToolGateway::StopIfStale(Server& server, const std::string& name) {
+  bool outdated;
+  {
+    std::lock_guard<std::mutex> state(state_mutex_);
+    outdated = server.epoch < newest_epoch_;
+  }
+  if (IsDisabled(name) || outdated) {
+    server.connection.reset();
+    server.tools.clear();
+  }
+}
+
 absl::StatusOr<McpServerConnection*> ToolGateway::Connected(Server& server,
                                                             const Policy& policy) {
   if (server.connection != nullptr &&
@@ -195,10 +207,14 @@ v1::ListToolsResult ToolGateway::ListTools(const Policy& policy) {
       result.add_unavailable(absl::StrCat(name, ": ", connection.status().message()));
       continue;
     }
+    // Listed under the policy this listing began with: a server started under it after a
+    // preset change does not outlive the listing.
+    const std::vector<McpTool> tools = server->tools;
+    StopIfStale(*server, name);
     // Each server's listing is bounded (McpLimits); all of them together must still fit one
     // answer: a server that would not is listed as unavailable.
     size_t listing_bytes = 0;
-    for (const McpTool& tool : server->tools) {
+    for (const McpTool& tool : tools) {
       listing_bytes += tool.name.size() + tool.description.size() + tool.input_schema_json.size();
     }
     if (result.ByteSizeLong() + listing_bytes > kMaxListingBytes) {
@@ -206,7 +222,7 @@ v1::ListToolsResult ToolGateway::ListTools(const Policy& policy) {
                                           kMaxListingBytes, " bytes"));
       continue;
     }
-    for (const McpTool& tool : server->tools) {
+    for (const McpTool& tool : tools) {
       v1::ToolInfo* info = result.add_tools();
       info->set_name(absl::StrCat(name, ".", tool.name));
       info->set_description(tool.description);
@@ -341,15 +357,7 @@ absl::StatusOr<v1::CallToolResult> ToolGateway::RunMcp(const PreparedToolCall& c
   AIRLOCK_ASSIGN_OR_RETURN(McpServerConnection * connection, Connected(server, policy));
   absl::StatusOr<McpCallResult> called =
       connection->CallTool(call.server_tool, call.arguments, cancel);
-  bool outdated;
-  {
-    std::lock_guard<std::mutex> state(state_mutex_);
-    outdated = server.epoch < newest_epoch_;
-  }
-  if (IsDisabled(call.server) || outdated) {
-    server.connection.reset();
-    server.tools.clear();
-  }
+  StopIfStale(server, call.server);
   if (!called.ok()) {
     if (cancel != nullptr && cancel->cancelled()) {
       return WithRule(WireError(v1::CANCELLED, absl::StrCat("call_tool ", call.name,

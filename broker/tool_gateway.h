@@ -104,6 +104,9 @@ class ToolGateway {
   // The server's connection, (re)started under `policy` when needed. Called with
   // server.mutex held.
   absl::StatusOr<McpServerConnection*> Connected(Server& server, const Policy& policy);
+  // Stops the server if it was disabled, or started under a policy epoch older than the newest
+  // (StopServersBefore), while it was held. Called with server.mutex held.
+  void StopIfStale(Server& server, const std::string& name);
   absl::StatusOr<v1::CallToolResult> RunCommand(const PreparedToolCall& call,
                                                 const Policy& policy, CancelToken* cancel);
   absl::StatusOr<v1::CallToolResult> RunMcp(const PreparedToolCall& call, const Policy& policy,

@@ -46,6 +46,17 @@ class McpTest : public ::testing::TestWithParam<RunAs> {
     return answers;
   }
 
+  // `airlock run` with a shell as the agent: `script` feeds `airlock mcp` as a client would,
+  // waiting for what it needs in the workspace (its working directory).
+  CommandResult RunClientScript(const std::string& script) {
+    RunOptions options = AirlockOptions(GetParam(), home_);
+    options.timeout_seconds = 90;
+    options.cwd = workspace_.path();
+    return RunAirlock({"run", "--workspace", workspace_.path(), "--preset", "workspace-write",
+                       "--", "/bin/sh", "-c", script},
+                      options);
+  }
+
   static std::string Call(const std::string& id, const std::string& tool,
                           const std::string& arguments) {
     return absl::StrCat(R"({"jsonrpc":"2.0","id":)", id,
@@ -139,12 +150,7 @@ TEST_P(McpTest, ACancelledRunningCallEndsUnanswered) {
   const std::string script = absl::StrCat(
       "{ echo '", slow, "'; while [ ! -e started ]; do sleep 0.05; done; echo '", cancel,
       "'; echo '", after, "'; } | ", AirlockBinary(GetParam()), " mcp");
-  RunOptions options = AirlockOptions(GetParam(), home_);
-  options.timeout_seconds = 90;
-  options.cwd = workspace_.path();
-  CommandResult run = RunAirlock({"run", "--workspace", workspace_.path(), "--preset",
-                                  "workspace-write", "--", "/bin/sh", "-c", script},
-                                 options);
+  CommandResult run = RunClientScript(script);
   ASSERT_FALSE(run.timed_out) << run;
   EXPECT_EQ(run.exit_code, 0) << run;
   EXPECT_THAT(run.out, Not(HasSubstr(R"("id":"slow")"))) << run;
@@ -171,12 +177,7 @@ TEST_P(McpTest, TheThirtyThirdCallIsRefusedAndCancelsStillGetThrough) {
       Call("\"extra\"", "context", "{}"), "'; ", cancels, "echo '",
       R"({"jsonrpc":"2.0","id":"ping","method":"ping"})", "'; } | ", AirlockBinary(GetParam()),
       " mcp");
-  RunOptions options = AirlockOptions(GetParam(), home_);
-  options.timeout_seconds = 90;
-  options.cwd = workspace_.path();
-  CommandResult run = RunAirlock({"run", "--workspace", workspace_.path(), "--preset",
-                                  "workspace-write", "--", "/bin/sh", "-c", script},
-                                 options);
+  CommandResult run = RunClientScript(script);
   ASSERT_FALSE(run.timed_out) << run;
   EXPECT_EQ(run.exit_code, 0) << run;
   EXPECT_THAT(run.out, HasSubstr(R"("id":"extra")"));
